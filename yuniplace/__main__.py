@@ -1,0 +1,5 @@
+"""`python -m yuniplace` runs the command-line interface."""
+
+from yuniplace.cli import main
+
+raise SystemExit(main())

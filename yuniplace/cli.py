@@ -1,0 +1,31 @@
+"""The `yuniplace` command: one entry point, one subcommand per process or tool."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from yuniplace import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="yuniplace",
+        description=(
+            "Gang scheduling beside the stock kube-scheduler: reserves room for a whole application "
+            "with placeholder pods, then swaps the real pods in, all or nothing."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"yuniplace {__version__}")
+    parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.run(args))

@@ -1,0 +1,31 @@
+"""The Kubernetes boundary: the only package that imports the `kubernetes` client."""
+
+from yuniplace.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObject, KubeClient
+from yuniplace.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+)
+
+__all__ = [
+    "JSON_PATCH",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "AlreadyExists",
+    "ApiError",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "JsonObject",
+    "KubeClient",
+    "NotFound",
+    "ServerError",
+    "TooManyRequests",
+]

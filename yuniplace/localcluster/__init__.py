@@ -1,0 +1,7 @@
+"""A local Kubernetes control plane built from Go modules, for tests, demos and benchmarks."""
+
+from yuniplace.localcluster.build import BuildError, build
+from yuniplace.localcluster.cluster import ClusterError, LocalCluster, wait_until
+from yuniplace.localcluster.nodes import NodePool, Taint
+
+__all__ = ["BuildError", "ClusterError", "LocalCluster", "NodePool", "Taint", "build", "wait_until"]

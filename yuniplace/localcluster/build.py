@@ -1,0 +1,205 @@
+"""Builds the local control plane's binaries from the Go modules in controlplane/ into a cache.
+
+The versions live in one place, controlplane/go.mod (and controlplane/kwok/go.mod for kwok); the
+cache key is a hash of those module files, the Go version and the build flags, so a second build of
+the same pins is a no-op and a version change builds into a fresh directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+PROGRESS_INTERVAL_S = 30.0
+
+
+class BuildError(RuntimeError):
+    """The control plane could not be built; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the built tools; `bin_dir` holds one executable (or symlink) per component name."""
+
+    bin_dir: Path
+    versions: dict[str, str]
+
+    def path(self, component: str) -> Path:
+        return self.bin_dir / component
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def module_dir() -> Path:
+    """controlplane/ of the source checkout (YUNIPLACE_CONTROLPLANE_DIR overrides it)."""
+    override = os.environ.get("YUNIPLACE_CONTROLPLANE_DIR")
+    directory = Path(override) if override else repo_root() / "controlplane"
+    if not (directory / "go.mod").is_file():
+        raise BuildError(
+            f"{directory}/go.mod not found: the local control plane is built from a source checkout of "
+            "yuniplace (set YUNIPLACE_CONTROLPLANE_DIR to its controlplane/ folder)"
+        )
+    return directory
+
+
+def cache_root() -> Path:
+    override = os.environ.get("YUNIPLACE_CACHE")
+    if override:
+        return Path(override)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "yuniplace"
+
+
+def _required_version(go_mod: str, module: str) -> str:
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod, re.MULTILINE)
+    if not match:
+        raise BuildError(f"controlplane go.mod does not require {module}")
+    return match.group(1)
+
+
+def pinned_versions(directory: Path) -> dict[str, str]:
+    """The versions the go.mod files pin, checked for the one mistake `go build` reports badly:
+    a staging module replaced with a release other than the Kubernetes one."""
+    main_mod = (directory / "go.mod").read_text()
+    kwok_mod = (directory / "kwok" / "go.mod").read_text()
+    kubernetes = _required_version(main_mod, "k8s.io/kubernetes")
+    staging = "v0." + kubernetes.split(".", 1)[1]
+    stale = sorted(
+        f"{module} {version}"
+        for module, version in re.findall(r"^\s*(k8s\.io/[\w-]+) => k8s\.io/[\w-]+ (v\S+)", main_mod, re.MULTILINE)
+        if version != staging
+    )
+    if stale:
+        raise BuildError(
+            f"controlplane/go.mod pins k8s.io/kubernetes {kubernetes}, so every staging module must be "
+            f"replaced with {staging}; these are not: {', '.join(stale)}"
+        )
+    return {
+        "kubernetes": kubernetes,
+        "etcd": _required_version(main_mod, "go.etcd.io/etcd/server/v3"),
+        "helm": _required_version(main_mod, "helm.sh/helm/v3"),
+        "kwok": _required_version(kwok_mod, "sigs.k8s.io/kwok"),
+    }
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(
+            "the Go toolchain is not on PATH; the local control plane is built from Go modules "
+            "(install Go 1.24 or newer: https://go.dev/doc/install)"
+        )
+    return go
+
+
+def _kubernetes_ldflags(version: str) -> str:
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [
+            f"-X {package}.gitVersion={version}",
+            f"-X {package}.gitMajor={major}",
+            f"-X {package}.gitMinor={minor}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+    return " ".join(flags)
+
+
+def _build_plan(versions: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """(output name, module subdirectory, go build arguments) for each binary."""
+    return [
+        ("controlplane", ".", ["-ldflags", _kubernetes_ldflags(versions["kubernetes"]), "."]),
+        (
+            "helm",
+            ".",
+            ["-ldflags", f"-s -w -X helm.sh/helm/v3/internal/version.version={versions['helm']}",
+             "helm.sh/helm/v3/cmd/helm"],
+        ),
+        ("kwok", "kwok", ["-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok"]),
+    ]
+
+
+def _cache_key(directory: Path, go_version: str, plan: list[tuple[str, str, list[str]]]) -> str:
+    digest = hashlib.sha256(go_version.encode())
+    for relative in ("go.mod", "go.sum", "main.go", "kwok/go.mod", "kwok/go.sum"):
+        digest.update(relative.encode())
+        digest.update((directory / relative).read_bytes())
+    digest.update(repr(plan).encode())
+    return digest.hexdigest()[:16]
+
+
+def _run_with_progress(command: list[str], cwd: Path, label: str, log: Path) -> None:
+    """Run one `go build`, saying every PROGRESS_INTERVAL_S that it is still working: a cold build of
+    Kubernetes takes minutes, and silence reads as a hang."""
+    started = time.monotonic()
+    done = threading.Event()
+
+    def report() -> None:
+        while not done.wait(PROGRESS_INTERVAL_S):
+            print(f"  ... still building {label} ({time.monotonic() - started:.0f}s)", file=sys.stderr, flush=True)
+
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    env = {**os.environ, "CGO_ENABLED": "0"}
+    with log.open("ab") as output:
+        result = subprocess.run(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT, check=False)
+    done.set()
+    if result.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise BuildError(f"building {label} failed (exit {result.returncode}); last lines of {log}:\n{tail}")
+    print(f"  built {label} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
+
+
+def build(*, quiet: bool = False) -> Binaries:
+    """Return the cached binaries for the pinned versions, building them first when missing.
+    Concurrent callers (parallel test runs, several scripts) wait on one lock instead of racing."""
+    directory = module_dir()
+    versions = pinned_versions(directory)
+    go = _go()
+    go_version = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout.strip()
+    plan = _build_plan(versions)
+    target = cache_root() / "controlplane" / _cache_key(directory, go_version, plan)
+    binaries = Binaries(target / "bin", versions)
+    if (target / "complete").exists():
+        return binaries
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "complete").exists():
+            return binaries
+        if not quiet:
+            pinned = ", ".join(f"{name} {version}" for name, version in versions.items())
+            print(
+                f"Building the local control plane ({pinned}) into {target}.\n"
+                "The first build compiles Kubernetes from source: about 5 minutes on 2 cores. Later builds reuse it.",
+                file=sys.stderr,
+                flush=True,
+            )
+        staging = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+        try:
+            (staging / "bin").mkdir()
+            log = staging / "build.log"
+            for output, subdirectory, arguments in plan:
+                command = [go, "build", "-trimpath", "-o", str(staging / "bin" / output), *arguments]
+                _run_with_progress(command, directory / subdirectory, output, log)
+            for component in KUBERNETES_COMPONENTS:
+                (staging / "bin" / component).symlink_to("controlplane")
+            (staging / "complete").write_text(go_version + "\n")
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return binaries

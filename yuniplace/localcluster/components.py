@@ -1,0 +1,226 @@
+"""Command lines of the control-plane components: pure functions of paths and ports.
+
+Everything listens on 127.0.0.1 only. Client rate limits are raised the same way for every
+component, because kube-scheduler's default of 50 QPS, not the scheduler, would otherwise set the
+pace of every measurement made on this cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+POD_CIDR = "10.0.0.1/16"
+CLIENT_QPS = 1000
+CLIENT_BURST = 2000
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    scheduler: int
+    controller_manager: int
+    kwok: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a cluster keeps its files; every path is under one state directory."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def etcd_data(self) -> Path:
+        return self.root / "etcd"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    def kubeconfig(self, component: str) -> Path:
+        return self.root / f"{component}.kubeconfig"
+
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.pki / "sa.pub"
+
+    def cert(self, stem: str) -> Path:
+        return self.pki / f"{stem}.crt"
+
+    def key(self, stem: str) -> Path:
+        return self.pki / f"{stem}.key"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    argv: list[str]
+    health_url: str
+
+
+def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+    client = f"http://127.0.0.1:{ports.etcd_client}"
+    peer = f"http://127.0.0.1:{ports.etcd_peer}"
+    return Component(
+        "etcd",
+        [
+            str(bin_dir / "etcd"),
+            "--name=local",
+            f"--data-dir={layout.etcd_data}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=local={peer}",
+            # A throwaway test cluster: durability buys nothing, fsync latency costs every write.
+            "--unsafe-no-fsync=true",
+            "--quota-backend-bytes=8589934592",
+            "--log-level=warn",
+        ],
+        f"{client}/health",
+    )
+
+
+def kube_apiserver(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+    return Component(
+        "kube-apiserver",
+        [
+            str(bin_dir / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--cert-dir={layout.pki}",
+            f"--tls-cert-file={layout.cert('apiserver')}",
+            f"--tls-private-key-file={layout.key('apiserver')}",
+            f"--client-ca-file={layout.cert('ca')}",
+            f"--service-account-key-file={layout.service_account_public_key}",
+            f"--service-account-signing-key-file={layout.key('sa')}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            # The loopback address cannot be published as the kubernetes Service's endpoint.
+            "--endpoint-reconciler-type=none",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction,PodSecurity",
+            "--allow-privileged=true",
+            "--max-requests-inflight=2000",
+            "--max-mutating-requests-inflight=1000",
+            "--event-ttl=2h",
+            "--profiling=false",
+        ],
+        f"https://127.0.0.1:{ports.apiserver}/readyz",
+    )
+
+
+def _serving_flags(layout: Layout, stem: str, port: int) -> list[str]:
+    return [
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--tls-cert-file={layout.cert(stem)}",
+        f"--tls-private-key-file={layout.key(stem)}",
+        f"--authentication-kubeconfig={layout.kubeconfig(stem)}",
+        f"--authorization-kubeconfig={layout.kubeconfig(stem)}",
+    ]
+
+
+def kube_controller_manager(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+    return Component(
+        "kube-controller-manager",
+        [
+            str(bin_dir / "kube-controller-manager"),
+            f"--kubeconfig={layout.kubeconfig('kube-controller-manager')}",
+            *_serving_flags(layout, "kube-controller-manager", ports.controller_manager),
+            "--leader-elect=false",
+            f"--service-account-private-key-file={layout.key('sa')}",
+            f"--root-ca-file={layout.cert('ca')}",
+            f"--cluster-signing-cert-file={layout.cert('ca')}",
+            f"--cluster-signing-key-file={layout.key('ca')}",
+            "--use-service-account-credentials=true",
+            f"--kube-api-qps={CLIENT_QPS}",
+            f"--kube-api-burst={CLIENT_BURST}",
+            "--concurrent-job-syncs=20",
+            "--concurrent-gc-syncs=50",
+            "--profiling=false",
+        ],
+        f"https://127.0.0.1:{ports.controller_manager}/healthz",
+    )
+
+
+def scheduler_configuration(layout: Layout) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {
+                "kubeconfig": str(layout.kubeconfig("kube-scheduler")),
+                "qps": CLIENT_QPS,
+                "burst": CLIENT_BURST,
+            },
+            "leaderElection": {"leaderElect": False},
+        }
+    )
+
+
+def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+    return Component(
+        "kube-scheduler",
+        [
+            str(bin_dir / "kube-scheduler"),
+            f"--config={layout.root / 'kube-scheduler.yaml'}",
+            *_serving_flags(layout, "kube-scheduler", ports.scheduler),
+            "--profiling=false",
+        ],
+        f"https://127.0.0.1:{ports.scheduler}/healthz",
+    )
+
+
+def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+    return Component(
+        "kwok",
+        [
+            str(bin_dir / "kwok"),
+            f"--kubeconfig={layout.kubeconfig('kwok')}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--manage-nodes-with-label-selector=",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=10.0.0.1",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{ports.kwok}",
+        ],
+        f"http://127.0.0.1:{ports.kwok}/healthz",
+    )
+
+
+def kubeconfig(server: str, ca: Path, cert: Path, key: Path, user: str) -> str:
+    """A self-contained kubeconfig (certificates inlined, so it can be copied elsewhere)."""
+
+    def inline(path: Path) -> str:
+        return base64.b64encode(path.read_bytes()).decode()
+
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority-data": inline(ca)}}],
+            "users": [
+                {"name": user, "user": {"client-certificate-data": inline(cert), "client-key-data": inline(key)}}
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+            "current-context": "local",
+        }
+    )
