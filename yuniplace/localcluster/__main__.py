@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from yuniplace.localcluster.build import BuildError, build
+from yuniplace.localcluster.build import BuildError, ensure_built
 from yuniplace.localcluster.cluster import DEFAULT_NAME, ClusterError, LocalCluster
 from yuniplace.localcluster.nodes import NodePool, Taint
 
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "build":
-            print(build().bin_dir)
+            print(ensure_built().bin_dir)
             return 0
         cluster = LocalCluster(args.name)
         if args.command == "up":

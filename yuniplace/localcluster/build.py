@@ -162,7 +162,7 @@ def _run_with_progress(command: list[str], cwd: Path, label: str, log: Path) -> 
     print(f"  built {label} in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
 
 
-def build(*, quiet: bool = False) -> Binaries:
+def ensure_built(*, quiet: bool = False) -> Binaries:
     """Return the cached binaries for the pinned versions, building them first when missing.
     Concurrent callers (parallel test runs, several scripts) wait on one lock instead of racing."""
     directory = module_dir()

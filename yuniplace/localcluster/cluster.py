@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -24,7 +25,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import components as comp
-from yuniplace.localcluster.build import Binaries, build
+from yuniplace.localcluster.build import Binaries, ensure_built
 from yuniplace.localcluster.nodes import NodePool, create_nodes, ready_node_names
 from yuniplace.localcluster.pki import CertificateAuthority, write_service_account_keys
 
@@ -33,6 +34,7 @@ COMPONENT_TIMEOUT_S = 90.0
 POLL_INTERVAL_S = 0.1
 STOP_TIMEOUT_S = 15.0
 LOG_TAIL_LINES = 30
+PORT_RANGE_START = 20000
 
 # Client identities: user (CN) and group (O) as the apiserver's x509 authenticator reads them.
 IDENTITIES = {
@@ -52,10 +54,25 @@ def state_root() -> Path:
     return Path(os.environ.get("YUNIPLACE_CLUSTERS_DIR", Path(tempfile.gettempdir()) / "yuniplace-clusters"))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 now, chosen below the kernel's ephemeral range: a port the kernel
+    hands out as ephemeral (bind to port 0) can be taken by any outgoing connection before the
+    component binds it, which with an apiserver opening many etcd connections happens quickly."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    ports: list[int] = []
+    while len(ports) < count:
+        port = random.randrange(PORT_RANGE_START, max(PORT_RANGE_START + 1000, low))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -159,7 +176,7 @@ class LocalCluster:
                 f"cluster {self.name!r} is already running (scripts/cluster down --name {self.name} stops it)"
             )
         self.down(quiet=True)
-        binaries = binaries or build()
+        binaries = binaries or ensure_built()
         started = time.monotonic()
         timings: dict[str, float] = {}
 
@@ -169,7 +186,7 @@ class LocalCluster:
 
         for directory in (self.layout.root, self.layout.pki, self.layout.logs):
             directory.mkdir(parents=True, exist_ok=True)
-        ports = comp.Ports(*(_free_port() for _ in range(6)))
+        ports = comp.Ports(*_free_ports(6))
         self._write_pki()
         state: dict[str, Any] = {
             "name": self.name,
