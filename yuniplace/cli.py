@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from yuniplace import __version__
+from yuniplace.controller import command as controller_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"yuniplace {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    controller_command.register(commands)
     return parser
 
 

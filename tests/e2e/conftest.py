@@ -14,8 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.support import Cluster
-from yuniplace.kube import NotFound
-from yuniplace.localcluster import LocalCluster, NodePool, wait_until
+from yuniplace.localcluster import LocalCluster, NodePool
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SKIP_WITHOUT_GO = (
@@ -50,16 +49,6 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     """A fresh namespace, ready for pods (its default ServiceAccount exists), deleted afterwards."""
     name = f"{request.node.name.replace('_', '-')[:40].rstrip('-').lower()}-{uuid.uuid4().hex[:6]}"
     name = "".join(c for c in name if c.isalnum() or c == "-")
-    client = cluster.client
-    client.create("/api/v1/namespaces", {"metadata": {"name": name}})
-
-    def has_service_account() -> bool:
-        try:
-            client.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
-        except NotFound:
-            return False
-        return True
-
-    wait_until(has_service_account, 30)
+    cluster.local.create_namespace(name)
     yield name
-    client.delete(f"/api/v1/namespaces/{name}")
+    cluster.client.delete(f"/api/v1/namespaces/{name}")

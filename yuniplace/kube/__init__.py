@@ -1,5 +1,7 @@
 """The Kubernetes boundary: the only package that imports the `kubernetes` client."""
 
+from kubernetes.utils import parse_quantity
+
 from yuniplace.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObject, KubeClient
 from yuniplace.kube.errors import (
     AlreadyExists,
@@ -28,4 +30,5 @@ __all__ = [
     "NotFound",
     "ServerError",
     "TooManyRequests",
+    "parse_quantity",
 ]

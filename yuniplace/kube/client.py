@@ -178,22 +178,12 @@ class KubeClient:
         )
         return retrying(once)
 
-    def stream_lines(
+    def open_stream(
         self, path: str, *, query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
-    ) -> Iterator[JsonObject]:
-        """Decode a newline-delimited JSON stream (a watch) until the server closes it. The caller owns
-        reconnection, so no retry here; the connection is always released."""
-        response = self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s)
-        try:
-            buffer = b""
-            for chunk in response.stream(65536, decode_content=True):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield json.loads(line)
-        finally:
-            response.release_conn()
+    ) -> urllib3.BaseHTTPResponse:
+        """Open a streaming GET (a watch). No retry: the caller owns reconnection, reads the body with
+        `json_lines` and releases the connection; `shutdown()` on it from another thread ends a read."""
+        return self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s)
 
     # -- verbs ------------------------------------------------------------------------------------
 
@@ -212,3 +202,14 @@ class KubeClient:
     @property
     def host(self) -> str:
         return self._host
+
+
+def json_lines(response: urllib3.BaseHTTPResponse) -> Iterator[JsonObject]:
+    """Decode a newline-delimited JSON body as it arrives."""
+    buffer = b""
+    for chunk in response.stream(65536, decode_content=True):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)

@@ -245,6 +245,13 @@ class LocalCluster:
         wait_until(lambda: set(names) <= ready_node_names(client), timeout_s)
         return names
 
+    def create_namespace(self, name: str, *, labels: dict[str, str] | None = None, timeout_s: float = 30.0) -> None:
+        """Create a namespace and wait until pods can be created in it: the ServiceAccount admission
+        plugin refuses pods until kube-controller-manager has made the namespace's default account."""
+        client = self.client()
+        client.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels or {}}})
+        wait_until(lambda: self._service_account_exists(client, name, "default"), timeout_s)
+
     @staticmethod
     def _service_account_exists(client: KubeClient, namespace: str, name: str) -> bool:
         try:

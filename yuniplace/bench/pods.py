@@ -1,0 +1,70 @@
+"""When each pod of a namespace was first seen bound and first seen Running, from a watch, so
+timings come from the API's own stream of changes rather than from polling."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from yuniplace.kube import KubeClient
+from yuniplace.kube.watch import ListWatch
+
+
+class PodTimeline:
+    """Watches one namespace's pods in a background thread; use as a context manager."""
+
+    def __init__(self, client: KubeClient, namespace: str, *, label_selector: str | None = None) -> None:
+        selectors = {"labelSelector": label_selector} if label_selector else {}
+        self._changed = threading.Condition()
+        self.bound_at: dict[str, float] = {}
+        self.running_at: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self._watch = ListWatch(
+            client,
+            f"/api/v1/namespaces/{namespace}/pods",
+            on_list=self._observe_all,
+            on_event=lambda _kind, pod: self._observe_all([pod]),
+            selectors=selectors,
+        )
+        self._thread = threading.Thread(target=self._watch.run, name=f"pods-{namespace}", daemon=True)
+
+    def _observe_all(self, pods: Iterable[dict[str, Any]]) -> None:
+        now = time.monotonic()
+        with self._changed:
+            for pod in pods:
+                name = pod["metadata"]["name"]
+                node = pod.get("spec", {}).get("nodeName")
+                if node:
+                    self.bound_at.setdefault(name, now)
+                    self.nodes[name] = node
+                if pod.get("status", {}).get("phase") == "Running":
+                    self.running_at.setdefault(name, now)
+            self._changed.notify_all()
+
+    def wait_running(self, count: int, timeout_s: float) -> float:
+        """Block until `count` pods have been seen Running; return when the last of them was."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self.running_at) >= count, timeout_s):
+                raise TimeoutError(f"{len(self.running_at)}/{count} pods Running after {timeout_s:.0f}s")
+            return max(self.running_at.values())
+
+    def wait_bound(self, names: Iterable[str], timeout_s: float) -> float:
+        """Block until every named pod is bound; return when the last of them was."""
+        wanted = set(names)
+        with self._changed:
+            if not self._changed.wait_for(lambda: wanted <= self.bound_at.keys(), timeout_s):
+                missing = len(wanted - self.bound_at.keys())
+                raise TimeoutError(f"{missing}/{len(wanted)} pods still unbound after {timeout_s:.0f}s")
+            return max(self.bound_at[name] for name in wanted)
+
+    def __enter__(self) -> PodTimeline:
+        self._thread.start()
+        if not self._watch.synced.wait(30):
+            raise TimeoutError("pod watch did not sync within 30s")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._watch.stop()
+        self._thread.join(timeout=10)

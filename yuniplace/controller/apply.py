@@ -1,0 +1,175 @@
+"""Carries a plan out against the API: placeholders created and deleted, real pods swapped in,
+released or failed, the originator's state written, events posted.
+
+Independent writes of one plan run concurrently (a 1 000-member gang is 3 000 swap writes); each
+answer goes straight into the store so the next reconcile sees the controller's own changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from yuniplace.controller.events import EventRecorder
+from yuniplace.controller.metrics import Metrics
+from yuniplace.controller.plan import Failure, Plan, Settings, Swap
+from yuniplace.controller.store import PodStore
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.kube import JSON_PATCH, AlreadyExists, Conflict, Invalid, KubeClient, NotFound
+
+log = logging.getLogger(__name__)
+
+Pod = p.Pod
+WRITE_CONCURRENCY = 16
+
+
+def _pod_path(pod: Pod) -> str:
+    return f"/api/v1/namespaces/{p.namespace(pod)}/pods/{p.name(pod)}"
+
+
+class SwapTracker:
+    """Remembers swaps until their real pod is bound, to report where it landed and how long it took."""
+
+    def __init__(self, recorder: EventRecorder, metrics: Metrics, settings: Settings, clock: Callable[[], float]) -> None:
+        self._recorder = recorder
+        self._metrics = metrics
+        self._settings = settings
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[str, str, float]] = {}  # uid -> (reserved node, group, started)
+
+    def started(self, swap: Swap) -> None:
+        with self._lock:
+            self._pending[p.uid(swap.member)] = (swap.node, swap.group, self._clock())
+
+    def observe(self, pod: Pod) -> None:
+        node = p.node_name(pod)
+        if not node:
+            return
+        with self._lock:
+            entry = self._pending.pop(p.uid(pod), None)
+        if entry is None:
+            return
+        reserved, group, started = entry
+        elapsed = self._clock() - started
+        landed = node == reserved
+        self._metrics.swaps.labels("landed" if landed else "moved").inc()
+        self._metrics.swap_seconds.observe(elapsed)
+        if self._settings.member_events:
+            where = f"on its reserved node {node}" if landed else f"on {node} (its reserved node {reserved} was taken)"
+            self._recorder.record(pod, "PlaceholderSwapped", f"took the place of a {group} placeholder: bound {where} in {elapsed:.2f}s")
+
+
+class Executor:
+    def __init__(
+        self,
+        client: KubeClient,
+        store: PodStore,
+        recorder: EventRecorder,
+        metrics: Metrics,
+        tracker: SwapTracker,
+        *,
+        concurrency: int = WRITE_CONCURRENCY,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._recorder = recorder
+        self._metrics = metrics
+        self._tracker = tracker
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="writes")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def _each(self, function: Callable[[Any], None], items: Iterable[Any]) -> None:
+        """Run `function` on every item concurrently; re-raise the first failure after all ran."""
+        futures = [self._pool.submit(function, item) for item in items]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]  # type: ignore[misc]
+
+    def apply(self, plan: Plan) -> None:
+        if plan.annotate and plan.originator is not None:
+            # First, so a controller restarted after any later step knows the reservation began.
+            self._annotate(plan.originator, plan.annotate)
+        self._each(self._create, plan.create)
+        self._each(lambda pod: self._delete(pod, "released"), plan.delete)
+        self._each(self._swap, plan.swaps)
+        self._each(self._ungate, plan.ungate)
+        self._each(self._fail, plan.fail)
+        for event in plan.events:
+            self._recorder.record(event.pod, event.reason, event.note, warning=event.warning)
+
+    def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
+        updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})
+        self._store.upsert(updated)
+
+    def _create(self, manifest: Pod) -> None:
+        path = f"/api/v1/namespaces/{manifest['metadata']['namespace']}/pods"
+        try:
+            created = self._client.create(path, manifest)
+        except AlreadyExists:
+            return  # deterministic name: an earlier attempt (or another replica) made it
+        self._metrics.placeholders_created.inc()
+        self._store.upsert(created)
+
+    def _delete(self, pod: Pod, reason: str) -> None:
+        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": p.uid(pod)}}
+        try:
+            self._client.delete(_pod_path(pod), body)
+        except (NotFound, Conflict):
+            pass  # already gone, or the name now belongs to a newer pod that is not ours to delete
+        else:
+            self._metrics.placeholders_deleted.labels(reason).inc()
+        self._store.delete(pod)
+
+    def _swap(self, swap: Swap) -> None:
+        """Nominate the real pod to the reserved node while its placeholder still holds the room, then
+        free the room, then release the pod. kube-scheduler counts a nominated pod's requests as
+        taken on that node for pods of lower or equal priority, so no window opens in which another
+        pod can take the room; and a nomination, unlike a node pin, lets the pod go elsewhere if the
+        node fails it after all."""
+        member = swap.member
+        self._tracker.started(swap)
+        if p.nominated_node(member) != swap.node:
+            updated = self._client.patch(f"{_pod_path(member)}/status", {"status": {"nominatedNodeName": swap.node}})
+            self._store.upsert(updated)
+        if swap.placeholder is not None:
+            self._delete(swap.placeholder, "swapped")
+        self._ungate(member)
+
+    def _ungate(self, pod: Pod) -> None:
+        for _ in range(3):
+            gates = pod.get("spec", {}).get("schedulingGates") or []
+            index = next((i for i, g in enumerate(gates) if g.get("name") == keys.GATE), None)
+            if index is None:
+                return
+            patch = [
+                {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": keys.GATE},
+                {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
+            ]
+            try:
+                updated = self._client.patch(_pod_path(pod), patch, content_type=JSON_PATCH)
+            except NotFound:
+                return
+            except (Invalid, Conflict):
+                pod = self._client.get(_pod_path(pod))  # the gates moved under us: look again
+                continue
+            self._store.upsert(updated)
+            return
+        raise Conflict(409, "Conflict", f"could not remove the {keys.GATE} gate from {_pod_path(pod)}")
+
+    def _fail(self, failure: Failure) -> None:
+        pod = failure.pod
+        status = {"phase": "Failed", "reason": failure.reason, "message": failure.message}
+        try:
+            updated = self._client.patch(f"{_pod_path(pod)}/status", {"status": status})
+        except NotFound:
+            return
+        self._store.upsert(updated)
+        self._recorder.record(pod, failure.reason, failure.message, warning=True)

@@ -1,0 +1,146 @@
+"""The reservation controller: a pod watch feeding a store, a work queue of applications, and workers
+that plan and apply one application at a time."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from yuniplace.controller.apply import Executor, SwapTracker
+from yuniplace.controller.events import EventRecorder
+from yuniplace.controller.metrics import Metrics
+from yuniplace.controller.plan import AppView, Plan, Settings, plan_application
+from yuniplace.controller.store import PodStore
+from yuniplace.controller.workqueue import WorkQueue
+from yuniplace.gang import pods as p
+from yuniplace.gang.state import AppState
+from yuniplace.kube import KubeClient
+from yuniplace.kube.watch import ListWatch
+
+log = logging.getLogger(__name__)
+
+MAX_RETRY_BACKOFF_S = 30.0
+SYNC_TIMEOUT_S = 120.0
+
+
+class Controller:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str | None = None,
+        settings: Settings = Settings(),
+        workers: int = 4,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._workers = workers
+        self._clock = clock
+        self.metrics = metrics or Metrics()
+        self.store = PodStore()
+        self.queue: WorkQueue[p.AppKey] = WorkQueue()
+        self.recorder = EventRecorder(client)
+        self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)
+        self._executor = Executor(client, self.store, self.recorder, self.metrics, self._tracker)
+        self._failures: Counter[p.AppKey] = Counter()
+        self._states: dict[p.AppKey, AppState] = {}
+        self._states_lock = threading.Lock()
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods")
+        self.synced = self._watch.synced
+
+    # -- event handlers: update the store, enqueue; nothing else ------------------------------------
+
+    def _on_list(self, pods: list[p.Pod]) -> None:
+        for key in self.store.replace(pods):
+            self.queue.add(key)
+
+    def _on_event(self, kind: str, pod: p.Pod) -> None:
+        if kind == "DELETED":
+            key = self.store.delete(pod)
+        else:
+            self._tracker.observe(pod)
+            key = self.store.upsert(pod)
+        if key is not None:
+            self.queue.add(key)
+
+    # -- workers -----------------------------------------------------------------------------------
+
+    def reconcile(self, key: p.AppKey) -> Plan:
+        started = time.monotonic()
+        view = AppView.of(key, self.store.app_pods(key))
+        plan = plan_application(view, self._clock(), self._settings)
+        self._executor.apply(plan)
+        self._record(key, plan)
+        self.metrics.reconcile_seconds.observe(time.monotonic() - started)
+        return plan
+
+    def _record(self, key: p.AppKey, plan: Plan) -> None:
+        previous = self._states.get(key)
+        if plan.state == AppState.RESERVED and previous == AppState.RESERVING and plan.originator is not None:
+            begun = p.parse_time(p.annotations(plan.originator).get("yuniplace.io/reservation-started"))
+            if begun is not None:
+                self.metrics.reservation_seconds.observe(max(0.0, self._clock() - begun))
+        if plan.state in (AppState.RESUMING, AppState.FAILED) and previous in (AppState.RESERVING, None) and any(
+            e.reason == "PlaceholderTimeOut" for e in plan.events
+        ):
+            self.metrics.timeouts.labels("Hard" if plan.state == AppState.FAILED else "Soft").inc()
+        with self._states_lock:
+            if plan.forget:
+                self._states.pop(key, None)
+            else:
+                self._states[key] = plan.state
+            counts = Counter(self._states.values())
+        for state in AppState:
+            self.metrics.applications.labels(state.value).set(counts.get(state, 0))
+        placeholders = self.store.placeholders()
+        placed = sum(1 for ph in placeholders if p.node_name(ph))
+        self.metrics.placeholders.labels("placed").set(placed)
+        self.metrics.placeholders.labels("pending").set(len(placeholders) - placed)
+
+    def _work(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                plan = self.reconcile(key)
+            except Exception as error:  # noqa: BLE001 - one application's failure must not stop the others
+                self._failures[key] += 1
+                delay = min(MAX_RETRY_BACKOFF_S, 0.5 * 2 ** self._failures[key])
+                self.metrics.reconcile_errors.inc()
+                log.warning("reconcile of %s failed (%s); retrying in %.1fs", key, error, delay, exc_info=log.isEnabledFor(logging.DEBUG))
+                self.queue.add_after(key, delay)
+            else:
+                self._failures.pop(key, None)
+                if plan.requeue_after_s is not None:
+                    self.queue.add_after(key, plan.requeue_after_s)
+            finally:
+                self.queue.done(key)
+                self.metrics.queue_depth.set(self.queue.depth())
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until `stop` is set; then finish in-flight reconciles and post queued events."""
+        watcher = threading.Thread(target=self._watch.run, name="watch-pods", daemon=True)
+        watcher.start()
+        while not self.synced.wait(1.0):
+            if stop.is_set():
+                self._watch.stop()
+                return
+        log.info("pod store synced: %d pods of %d applications", len(self.store), len(self.store.keys()))
+        workers = [threading.Thread(target=self._work, args=(stop,), name=f"worker-{i}") for i in range(self._workers)]
+        for worker in workers:
+            worker.start()
+        stop.wait()
+        log.info("shutting down: finishing in-flight work")
+        self._watch.stop()
+        self.queue.shutdown()
+        for worker in workers:
+            worker.join()
+        self._executor.close()
+        self.recorder.close()

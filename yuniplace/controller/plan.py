@@ -1,0 +1,406 @@
+"""What should happen to one application now: a pure function from the application's pods (as the
+cluster shows them) and the clock to a plan of API writes. It never calls the API, so every rule here
+is unit-tested with plain dicts and a fake clock.
+
+The application's progress lives in the cluster: its pods, its placeholders, and three annotations on
+the originator (state, reservation start, first allocation). A restarted or newly elected controller
+therefore computes the same plan the last one would have, and continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
+from yuniplace.gang.resources import format_quantity, pod_requests, quantities, shortfalls
+from yuniplace.gang.state import HOLDS_PLACEHOLDERS, TERMINAL, AppState, allowed
+from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, Style, check_member, parse_gang, style_of
+
+Pod = p.Pod
+FIRST_ALLOCATED = "yuniplace.io/first-allocated"
+RESYNC_S = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    limits: Limits = Limits()
+    placeholder_image: str = "registry.k8s.io/pause:3.10"
+    member_events: bool = True  # a PlaceholderSwapped event on every member (one write each)
+
+
+@dataclass(frozen=True)
+class Event:
+    pod: Pod
+    reason: str
+    note: str
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Real pod `member` takes the room of `placeholder` on `node` (placeholder None: already gone)."""
+
+    member: Pod
+    placeholder: Pod | None
+    node: str
+    group: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    pod: Pod
+    reason: str
+    message: str
+
+
+@dataclass
+class Plan:
+    key: p.AppKey
+    state: AppState
+    originator: Pod | None = None
+    annotate: dict[str, str] = field(default_factory=dict)
+    create: list[Pod] = field(default_factory=list)
+    delete: list[Pod] = field(default_factory=list)
+    swaps: list[Swap] = field(default_factory=list)
+    ungate: list[Pod] = field(default_factory=list)
+    fail: list[Failure] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    requeue_after_s: float | None = None
+    forget: bool = False  # nothing of the application is left to watch over
+
+    def writes(self) -> int:
+        return (
+            bool(self.annotate)
+            + len(self.create)
+            + len(self.delete)
+            + 3 * len(self.swaps)
+            + len(self.ungate)
+            + len(self.fail)
+        )
+
+
+@dataclass(frozen=True)
+class AppView:
+    """One application's pods, split by role."""
+
+    key: p.AppKey
+    members: list[Pod]  # real pods (everything that is not a placeholder), oldest first
+    placeholders: list[Pod]
+
+    @classmethod
+    def of(cls, key: p.AppKey, pods: Sequence[Pod]) -> AppView:
+        live = sorted(pods, key=lambda pod: (p.created_at(pod), p.name(pod)))
+        return cls(
+            key,
+            [pod for pod in live if not p.is_placeholder(pod)],
+            [pod for pod in live if p.is_placeholder(pod)],
+        )
+
+    @property
+    def originator(self) -> Pod | None:
+        """The first live pod of the application carrying task groups (normally the Spark driver)."""
+        return next(
+            (pod for pod in self.members if p.carries_task_groups(pod) and not p.is_deleting(pod)),
+            None,
+        )
+
+
+def _gated_members(view: AppView) -> list[Pod]:
+    return [m for m in view.members if p.is_gated(m) and not p.is_terminal(m) and not p.is_deleting(m)]
+
+
+def _live_placeholders(view: AppView) -> list[Pod]:
+    return [ph for ph in view.placeholders if not p.is_deleting(ph)]
+
+
+def _release_everything(plan: Plan, view: AppView, *, failure: tuple[str, str] | None = None) -> None:
+    """Remove every placeholder; ungate every gated member, or fail it with (reason, message)."""
+    plan.delete += _live_placeholders(view)
+    for member in _gated_members(view):
+        if failure is None:
+            plan.ungate.append(member)
+        else:
+            plan.fail.append(Failure(member, *failure))
+
+
+def _deadline(originator: Pod, view: AppView, timeout_s: int) -> float | None:
+    """placeholderTimeoutInSeconds counts from the first placeholder's allocation (YuniKorn's rule),
+    or from the reservation's start while none is placed, so an unplaceable gang also times out."""
+    notes = p.annotations(originator)
+    first = p.parse_time(notes.get(FIRST_ALLOCATED))
+    if first is None:
+        placed = [t for ph in view.placeholders if (t := p.scheduled_at(ph)) is not None]
+        first = min(placed) if placed else p.parse_time(notes.get(keys.RESERVATION_STARTED))
+    return None if first is None else first + timeout_s
+
+
+def plan_application(view: AppView, now: float, settings: Settings = Settings()) -> Plan:
+    originator = view.originator
+    if originator is None:
+        return _plan_without_originator(view, now, settings)
+    current = AppState.parse(p.annotations(originator).get(keys.STATE))
+    plan = Plan(view.key, current, originator)
+    try:
+        spec = parse_gang(p.annotations(originator), settings.limits)
+    except InvalidGang as error:
+        _plan_invalid(plan, view, current, style_of(p.annotations(originator)), str(error))
+        return _finish(plan, current)
+
+    if p.is_terminal(originator) or current in TERMINAL:
+        # The application is over: nothing to reserve any more; late members run or fail as it did.
+        plan.state = current if current in TERMINAL else AppState.COMPLETED
+        failure = None
+        if plan.state == AppState.FAILED:
+            failure = ("ApplicationFailed", f"application {view.key.app_id} has failed; see the events of pod {p.name(originator)}")
+        _release_everything(plan, view, failure=failure)
+        return _finish(plan, current)
+
+    members = _check_members(plan, view, spec)
+    if current in (AppState.PENDING, AppState.RESERVING):
+        _plan_reservation(plan, view, spec, members, current, now, settings)
+    elif current in (AppState.RESERVED, AppState.RUNNING):
+        _plan_swaps(plan, view, spec, members, now, settings)
+    else:  # RESUMING: normal scheduling for everyone
+        _release_everything(plan, view)
+    return _finish(plan, current)
+
+
+def _finish(plan: Plan, current: AppState) -> Plan:
+    if not allowed(current, plan.state):
+        raise AssertionError(f"{plan.key}: transition {current.value} -> {plan.state.value} is not in the table")
+    if plan.state != current and plan.originator is not None:
+        plan.annotate[keys.STATE] = plan.state.value
+    if plan.requeue_after_s is None and plan.state not in TERMINAL:
+        plan.requeue_after_s = RESYNC_S
+    return plan
+
+
+def _plan_without_originator(view: AppView, now: float, settings: Settings) -> Plan:
+    """Members whose task groups have not appeared (yet): wait for an originator as long as the
+    default timeout, then let them run normally rather than hold them forever."""
+    plan = Plan(view.key, AppState.PENDING)
+    gated = _gated_members(view)
+    # Placeholders without a live originator are garbage collected with it; deleting them here as
+    # well covers an originator removed without cascading deletion.
+    plan.delete += _live_placeholders(view)
+    if not gated:
+        plan.forget = not view.placeholders
+        plan.state = AppState.COMPLETED if plan.forget else AppState.PENDING
+        return plan
+    oldest = min(p.created_at(m) for m in gated)
+    expires = oldest + settings.limits.default_timeout_s
+    if now < expires:
+        plan.requeue_after_s = expires - now
+        return plan
+    for member in gated:
+        plan.ungate.append(member)
+        plan.events.append(
+            Event(
+                member,
+                "GangSchedulingFailed",
+                f"no pod of application {view.key.app_id} defines {keys.TASK_GROUPS} after "
+                f"{settings.limits.default_timeout_s}s; scheduling this pod normally",
+                warning=True,
+            )
+        )
+    return plan
+
+
+def _plan_invalid(plan: Plan, view: AppView, current: AppState, style: Style, problem: str) -> None:
+    failure = ("TaskGroupsError", f"invalid gang annotations: {problem}")
+    if current in TERMINAL or current == AppState.RESUMING:
+        _release_everything(plan, view, failure=failure if current == AppState.FAILED else None)
+        return
+    assert plan.originator is not None
+    outcome = "failing the application (Hard style)" if style == Style.HARD else "scheduling its pods normally (Soft style)"
+    plan.events.append(Event(plan.originator, "TaskGroupsError", f"invalid gang annotations: {problem}; {outcome}", warning=True))
+    if style == Style.HARD:
+        plan.state = AppState.FAILED
+        _release_everything(plan, view, failure=failure)
+    else:
+        plan.state = AppState.RESUMING
+        _release_everything(plan, view)
+
+
+def _check_members(plan: Plan, view: AppView, spec: GangSpec) -> dict[str, list[Pod]]:
+    """Gated members by group. A member naming no group is not part of the gang and runs normally;
+    one naming an unknown group gets a TaskGroupsError and follows the application's style."""
+    by_group: dict[str, list[Pod]] = {g.name: [] for g in spec.groups}
+    for member in _gated_members(view):
+        group = p.task_group_name(member)
+        if group is None:
+            plan.ungate.append(member)
+            continue
+        try:
+            check_member(spec, group)
+        except InvalidGang as error:
+            hard = spec.policy.style == Style.HARD
+            plan.events.append(Event(member, "TaskGroupsError", f"{error}; " + ("failing this pod" if hard else "scheduling it normally"), warning=True))
+            if hard:
+                plan.fail.append(Failure(member, "TaskGroupsError", str(error)))
+            else:
+                plan.ungate.append(member)
+            continue
+        by_group[group].append(member)
+    return by_group
+
+
+def _plan_reservation(
+    plan: Plan,
+    view: AppView,
+    spec: GangSpec,
+    members: dict[str, list[Pod]],
+    current: AppState,
+    now: float,
+    settings: Settings,
+) -> None:
+    originator = plan.originator
+    assert originator is not None
+    notes = p.annotations(originator)
+    if current == AppState.PENDING or keys.RESERVATION_STARTED not in notes:
+        plan.state = AppState.RESERVING
+        plan.annotate[keys.RESERVATION_STARTED] = p.format_time(now)
+        groups = ", ".join(f"{g.name}×{g.min_member}" for g in spec.groups)
+        plan.events.append(
+            Event(
+                originator,
+                "TaskGroupMatch",
+                f"application {view.key.app_id}: gang of {spec.min_members} ({groups}), "
+                f"timeout {spec.policy.timeout_s}s, {spec.policy.style.value} style",
+            )
+        )
+        plan.events.append(Event(originator, "CreatingPlaceholders", f"creating {spec.min_members} placeholder pods"))
+        plan.events += [Event(originator, "TaskGroupWarning", w, warning=True) for w in spec.warnings]
+
+    existing = {p.name(ph): ph for ph in view.placeholders}
+    placed = 0
+    for group in spec.groups:
+        for index in range(group.min_member):
+            found = existing.get(placeholder_name(view.key.app_id, group.name, index))
+            if found is None:
+                plan.create.append(
+                    placeholder_pod(
+                        app_id=view.key.app_id,
+                        group=group,
+                        index=index,
+                        originator=originator,
+                        image=settings.placeholder_image,
+                    )
+                )
+            elif p.is_terminal(found) and not p.is_deleting(found):
+                plan.delete.append(found)  # evicted or failed: recreated once it is gone
+            elif p.node_name(found) and not p.is_deleting(found):
+                placed += 1
+
+    if placed == spec.min_members:
+        first = min((t for ph in view.placeholders if (t := p.scheduled_at(ph)) is not None), default=now)
+        plan.state = AppState.RESERVED
+        plan.annotate[FIRST_ALLOCATED] = p.format_time(first)
+        plan.events.append(Event(originator, "GangReservationComplete", f"all {placed} placeholders are placed; swapping the real pods in"))
+        _plan_swaps(plan, view, spec, members, now, settings)
+        return
+
+    deadline = _deadline(originator, view, spec.policy.timeout_s)
+    if deadline is not None and now >= deadline:
+        _plan_timeout(plan, view, spec, placed)
+        return
+    if deadline is not None:
+        plan.requeue_after_s = max(0.0, deadline - now)
+
+
+def _plan_timeout(plan: Plan, view: AppView, spec: GangSpec, placed: int) -> None:
+    originator = plan.originator
+    assert originator is not None
+    summary = f"{placed}/{spec.min_members} placeholders placed after {spec.policy.timeout_s}s"
+    plan.events.append(Event(originator, "PlaceholderTimeOut", f"gang reservation timed out: {summary}", warning=True))
+    if spec.policy.style == Style.HARD:
+        message = f"gang reservation timed out ({summary}); Hard style fails the application"
+        plan.state = AppState.FAILED
+        plan.events.append(Event(originator, "ApplicationFailed", message, warning=True))
+        _release_everything(plan, view, failure=("ResourceReservationTimeout", message))
+    else:
+        plan.state = AppState.RESUMING
+        plan.events.append(
+            Event(
+                originator,
+                "GangSchedulingFailed",
+                f"gang reservation timed out ({summary}); Soft style: placeholders removed, pods scheduled normally",
+                warning=True,
+            )
+        )
+        _release_everything(plan, view)
+
+
+def _plan_swaps(
+    plan: Plan,
+    view: AppView,
+    spec: GangSpec,
+    members: dict[str, list[Pod]],
+    now: float,
+    settings: Settings,
+) -> None:
+    """Match gated members to placed placeholders of their group, one each; members beyond the
+    reserved count run normally. A member already nominated to a node (a swap interrupted by a
+    restart) keeps that node and the placeholder there."""
+    originator = plan.originator
+    assert originator is not None
+    live = _live_placeholders(view)
+    claimed: set[str] = set()
+    for group in spec.groups:
+        placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
+        room = quantities(group.min_resource)
+        pending: list[Pod] = []
+        for member in members[group.name]:
+            # A gated pod is never scheduled, so a nomination on it is ours: a swap interrupted by a
+            # restart. It keeps its node, and the placeholder still there if step 2 had not run.
+            node = p.nominated_node(member)
+            if node is None:
+                pending.append(member)
+                continue
+            resumed = next((ph for ph in placed if p.node_name(ph) == node and p.uid(ph) not in claimed), None)
+            if resumed is not None:
+                claimed.add(p.uid(resumed))
+            plan.swaps.append(Swap(member, resumed, node, group.name))
+        free = [ph for ph in placed if p.uid(ph) not in claimed]
+        for member in pending:
+            needed = pod_requests(member.get("spec", {}))
+            short = shortfalls(needed, room)
+            if short:
+                detail = ", ".join(f"{name} {format_quantity(need)} > {format_quantity(have)}" for name, need, have in short)
+                plan.events.append(
+                    Event(
+                        member,
+                        "TaskGroupResourceMismatch",
+                        f"requests more than task group {group.name}'s minResource ({detail}); "
+                        "releasing one of its placeholders and scheduling this pod normally",
+                        warning=True,
+                    )
+                )
+                if free:
+                    released = free.pop()
+                    claimed.add(p.uid(released))
+                    plan.delete.append(released)
+                plan.ungate.append(member)
+            elif free:
+                chosen = free.pop(0)
+                claimed.add(p.uid(chosen))
+                plan.swaps.append(Swap(member, chosen, str(p.node_name(chosen)), group.name))
+            else:
+                plan.ungate.append(member)
+
+    if p.node_name(originator) and plan.state == AppState.RESERVED:
+        plan.state = AppState.RUNNING
+    unused = [ph for ph in live if p.uid(ph) not in claimed]
+    if unused:
+        deadline = _deadline(originator, view, spec.policy.timeout_s)
+        if deadline is not None and now >= deadline:
+            plan.delete += unused
+            plan.events.append(
+                Event(originator, "PlaceholderTimeOut", f"releasing {len(unused)} unused placeholders after {spec.policy.timeout_s}s")
+            )
+        elif deadline is not None:
+            plan.requeue_after_s = max(0.0, deadline - now)
+

@@ -1,0 +1,103 @@
+"""The controller's view of the pods it is concerned with, trimmed and indexed by application.
+
+Event handlers only update this store; reconciles read it. The controller's own writes are applied
+here as soon as the API answers (write-through), and a newer resourceVersion always wins, so the
+next reconcile never acts on a state the controller has itself already changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable
+
+from yuniplace.gang import pods as p
+
+Pod = p.Pod
+
+
+def _version(pod: Pod) -> int:
+    try:
+        return int(pod["metadata"].get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class PodStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: dict[str, Pod] = {}
+        self._keys: dict[str, p.AppKey] = {}
+        self._by_app: dict[p.AppKey, set[str]] = defaultdict(set)
+        # resourceVersion at which a pod was deleted, so a late event cannot bring it back.
+        self._deleted: dict[str, int] = {}
+
+    def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
+        old_key = self._keys.get(uid)
+        if old_key is not None and old_key != key:
+            self._by_app[old_key].discard(uid)
+        self._pods[uid] = pod
+        self._keys[uid] = key
+        self._by_app[key].add(uid)
+
+    def _drop(self, uid: str) -> p.AppKey | None:
+        self._pods.pop(uid, None)
+        key = self._keys.pop(uid, None)
+        if key is not None:
+            members = self._by_app[key]
+            members.discard(uid)
+            if not members:
+                del self._by_app[key]
+        return key
+
+    def upsert(self, pod: Pod) -> p.AppKey | None:
+        """Record a pod (from a watch event or a write's answer); return its application, if any."""
+        uid = p.uid(pod)
+        key = p.app_key(pod)
+        with self._lock:
+            version = _version(pod)
+            if self._deleted.get(uid, -1) >= version:
+                return None
+            current = self._pods.get(uid)
+            if current is not None and _version(current) > version:
+                return self._keys.get(uid)
+            if key is None or not p.is_concerned(pod):
+                return self._drop(uid)
+            self._put(uid, p.trim(pod), key)
+            return key
+
+    def delete(self, pod: Pod) -> p.AppKey | None:
+        uid = p.uid(pod)
+        with self._lock:
+            self._deleted[uid] = max(self._deleted.get(uid, 0), _version(pod))
+            return self._drop(uid)
+
+    def replace(self, pods: Iterable[Pod]) -> set[p.AppKey]:
+        """Take a fresh list as the whole truth (after a re-list); return every application touched."""
+        with self._lock:
+            before = set(self._by_app)
+            self._pods.clear()
+            self._keys.clear()
+            self._by_app.clear()
+            self._deleted.clear()
+            for pod in pods:
+                key = p.app_key(pod)
+                if key is not None and p.is_concerned(pod):
+                    self._put(p.uid(pod), p.trim(pod), key)
+            return before | set(self._by_app)
+
+    def app_pods(self, key: p.AppKey) -> list[Pod]:
+        with self._lock:
+            return [self._pods[uid] for uid in self._by_app.get(key, ())]
+
+    def keys(self) -> list[p.AppKey]:
+        with self._lock:
+            return list(self._by_app)
+
+    def placeholders(self) -> list[Pod]:
+        with self._lock:
+            return [pod for pod in self._pods.values() if p.is_placeholder(pod)]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pods)

@@ -1,0 +1,120 @@
+"""Placeholder pods as data: names and manifests are pure functions of the application, so a restarted
+controller computes the same names and can never create a second copy of a placeholder."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from yuniplace.gang import keys
+from yuniplace.gang.taskgroups import TaskGroup
+
+DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
+MAX_NAME = 63
+_INVALID = re.compile(r"[^a-z0-9-]+")
+
+PLACEHOLDER_SECURITY_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+}
+# The pause image runs as 65535 ("nobody"); saying so lets runAsNonRoot be checked without an image.
+POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 65535, "runAsGroup": 65535, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _digest(text: str, length: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def label_value(text: str) -> str:
+    """A label value standing for `text`: itself when valid, else a readable prefix and a hash."""
+    if len(text) <= MAX_NAME and re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", text):
+        return text
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[: MAX_NAME - 9].strip("-_.") or "app"
+    return f"{cleaned}-{_digest(text)}"
+
+
+def placeholder_name(app_id: str, group: str, index: int) -> str:
+    """`tg-<app>-<group>-<n>`, lower-cased and shortened with a hash when needed to stay a valid
+    63-character name; the hash covers the original app id and group, so two apps never collide."""
+    readable = f"tg-{app_id}-{group}".lower()
+    suffix = f"-{index}"
+    cleaned = _INVALID.sub("-", readable).strip("-")
+    if cleaned == readable and len(readable) + len(suffix) <= MAX_NAME:
+        return readable + suffix
+    tag = f"-{_digest(app_id + '/' + group)}"
+    return cleaned[: MAX_NAME - len(tag) - len(suffix)].rstrip("-") + tag + suffix
+
+
+def placeholder_names(app_id: str, group: TaskGroup) -> list[str]:
+    return [placeholder_name(app_id, group.name, index) for index in range(group.min_member)]
+
+
+def placeholder_pod(
+    *,
+    app_id: str,
+    group: TaskGroup,
+    index: int,
+    originator: Mapping[str, Any],
+    image: str = DEFAULT_IMAGE,
+) -> dict[str, Any]:
+    """The manifest of placeholder `index` of `group`: sized by minResource, placed by the group's
+    constraints, owned by the originator (so garbage collection removes it with the originator), and
+    restricted enough for Pod Security "restricted" namespaces."""
+    meta = originator["metadata"]
+    resources = dict(group.min_resource)
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": POD_SECURITY_CONTEXT,
+        "containers": [
+            {
+                "name": "pause",
+                "image": image,
+                "resources": {"requests": resources, "limits": resources},
+                "securityContext": PLACEHOLDER_SECURITY_CONTEXT,
+            }
+        ],
+    }
+    originator_spec = originator.get("spec", {})
+    if originator_spec.get("priorityClassName"):
+        spec["priorityClassName"] = originator_spec["priorityClassName"]
+    if group.node_selector:
+        spec["nodeSelector"] = dict(group.node_selector)
+    if group.tolerations:
+        spec["tolerations"] = list(group.tolerations)
+    if group.affinity:
+        spec["affinity"] = dict(group.affinity)
+    if group.topology_spread_constraints:
+        spec["topologySpreadConstraints"] = list(group.topology_spread_constraints)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": placeholder_name(app_id, group.name, index),
+            "namespace": meta["namespace"],
+            "labels": {
+                **group.labels,
+                keys.PLACEHOLDER: "true",
+                keys.PLACEHOLDER_APP: label_value(app_id),
+                keys.PLACEHOLDER_GROUP: group.name,
+            },
+            "annotations": {**group.annotations, keys.PLACEHOLDER_APP: app_id, keys.PLACEHOLDER_GROUP: group.name},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "blockOwnerDeletion": True,
+                    "controller": False,
+                }
+            ],
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,41 @@
+"""The application state machine as data: states, the transitions allowed between them, and the
+event that announces each one. The reconciler proposes a state; only listed transitions happen."""
+
+from __future__ import annotations
+
+import enum
+
+
+class AppState(enum.Enum):
+    PENDING = "Pending"  # seen, nothing reserved yet
+    RESERVING = "Reserving"  # placeholders created, waiting for kube-scheduler to place them all
+    RESERVED = "Reserved"  # every placeholder placed; real pods are being swapped in
+    RUNNING = "Running"  # the originator runs; late members still swap into what is left
+    RESUMING = "Resuming"  # Soft fallback: placeholders gone, real pods scheduled normally
+    FAILED = "Failed"  # Hard timeout or invalid input under Hard style
+    COMPLETED = "Completed"  # the originator finished or went away; nothing of ours is left
+
+    @classmethod
+    def parse(cls, text: str | None) -> AppState:
+        return next((s for s in cls if s.value == text), cls.PENDING)
+
+
+S = AppState
+TRANSITIONS: dict[AppState, frozenset[AppState]] = {
+    S.PENDING: frozenset({S.RESERVING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    S.RESERVING: frozenset({S.RESERVED, S.RESUMING, S.FAILED, S.COMPLETED}),
+    S.RESERVED: frozenset({S.RUNNING, S.COMPLETED}),
+    S.RUNNING: frozenset({S.COMPLETED}),
+    S.RESUMING: frozenset({S.COMPLETED}),
+    # A failed application stays Failed, even once its pods (failed by us) are all terminal.
+    S.FAILED: frozenset(),
+    S.COMPLETED: frozenset(),
+}
+
+TERMINAL = frozenset({S.COMPLETED, S.FAILED})
+# States in which placeholders may still exist and be used; outside them any placeholder is removed.
+HOLDS_PLACEHOLDERS = frozenset({S.RESERVING, S.RESERVED, S.RUNNING})
+
+
+def allowed(current: AppState, proposed: AppState) -> bool:
+    return proposed == current or proposed in TRANSITIONS[current]

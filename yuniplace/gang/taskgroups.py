@@ -1,0 +1,297 @@
+"""Task groups and scheduling-policy parameters, parsed and validated from a pod's annotations.
+
+The JSON shape is YuniKorn's, and keys match the way its Go decoder matches them (case-insensitively),
+so manifests written for YuniKorn work unchanged. Validation is stricter than YuniKorn's, which
+silently falls back to normal scheduling: every problem is reported with the field and the bad value,
+so a user can fix the manifest instead of wondering why the gang never formed.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from yuniplace.gang import keys
+from yuniplace.kube import parse_quantity
+
+INT64_MAX = 2**63 - 1
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# A resource name is an optional DNS subdomain prefix and a name, as Kubernetes qualifies them.
+RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+MAX_SHOWN_VALUE = 60
+MAX_ERRORS_SHOWN = 5
+
+
+class Style(enum.Enum):
+    """What happens when the reservation times out."""
+
+    SOFT = "Soft"  # placeholders go, real pods are scheduled normally
+    HARD = "Hard"  # placeholders go, real pods fail
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that keep one application from flooding the cluster with placeholders."""
+
+    max_members_per_group: int = 1000
+    max_members_per_app: int = 5000
+    max_annotation_bytes: int = 64 * 1024
+    default_timeout_s: int = 15 * 60
+    max_timeout_s: int = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class TaskGroup:
+    name: str
+    min_member: int
+    min_resource: Mapping[str, str]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    affinity: Mapping[str, Any] = field(default_factory=dict)
+    topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Policy:
+    timeout_s: int
+    style: Style
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: where it is, what was found, what was expected."""
+
+    field: str
+    value: Any
+    expected: str
+
+    def __str__(self) -> str:
+        shown = json.dumps(self.value) if not isinstance(self.value, str) else json.dumps(self.value)
+        if len(shown) > MAX_SHOWN_VALUE:
+            shown = shown[: MAX_SHOWN_VALUE - 1] + "…"
+        return f"{self.field}: {shown} {self.expected}"
+
+
+class InvalidGang(ValueError):
+    """The gang annotations cannot be used; `problems` lists every reason found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        shown = "; ".join(str(p) for p in problems[:MAX_ERRORS_SHOWN])
+        more = len(problems) - MAX_ERRORS_SHOWN
+        super().__init__(shown + (f"; and {more} more" if more > 0 else ""))
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    groups: tuple[TaskGroup, ...]
+    policy: Policy
+    warnings: tuple[str, ...] = ()
+
+    def group(self, name: str) -> TaskGroup | None:
+        return next((g for g in self.groups if g.name == name), None)
+
+    @property
+    def min_members(self) -> int:
+        return sum(g.min_member for g in self.groups)
+
+
+# Task-group keys as YuniKorn spells them; matched case-insensitively like Go's encoding/json.
+_KNOWN_KEYS = {
+    key.lower(): key
+    for key in (
+        "name",
+        "minMember",
+        "minResource",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "topologySpreadConstraints",
+        "labels",
+        "annotations",
+    )
+}
+
+
+def _canonical_keys(raw: Mapping[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        canonical = _KNOWN_KEYS.get(key.lower())
+        if canonical is None:
+            warnings.append(f"{where}.{key} is not a task-group field and is ignored")
+        else:
+            result[canonical] = value
+    return result
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _string_map(value: Any, where: str, problems: list[Problem]) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        problems.append(Problem(where, value, "must be an object of string values"))
+        return {}
+    return dict(value)
+
+
+def _object_list(value: Any, where: str, problems: list[Problem]) -> tuple[Mapping[str, Any], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        problems.append(Problem(where, value, "must be a list of objects"))
+        return ()
+    return tuple(value)
+
+
+def _quantity(value: Any, where: str, problems: list[Problem]) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        problems.append(Problem(where, value, "must be a quantity such as \"500m\" or \"2Gi\""))
+        return None
+    try:
+        amount = Decimal(parse_quantity(value))
+    except (ValueError, ArithmeticError):
+        problems.append(Problem(where, value, "is not a valid quantity (examples: \"500m\", \"2\", \"4Gi\", \"1e3\")"))
+        return None
+    if not amount.is_finite() or amount <= 0:
+        problems.append(Problem(where, value, "must be a positive quantity"))
+        return None
+    return amount
+
+
+def _min_resource(value: Any, where: str, min_member: int, problems: list[Problem]) -> dict[str, str]:
+    if not isinstance(value, dict) or not value:
+        problems.append(Problem(where, value, "must be a non-empty object of resource quantities, e.g. {\"cpu\": \"1\", \"memory\": \"2Gi\"}"))
+        return {}
+    resources: dict[str, str] = {}
+    for name, raw in value.items():
+        entry = f"{where}.{name}"
+        if not RESOURCE_NAME.match(name) or len(name) > 253:
+            problems.append(Problem(entry, name, "is not a valid resource name"))
+            continue
+        amount = _quantity(raw, entry, problems)
+        if amount is None:
+            continue
+        # Kubernetes stores quantities as int64 milli-units; the whole group's total must fit too.
+        if amount * 1000 * max(min_member, 1) > INT64_MAX:
+            problems.append(Problem(entry, raw, f"times minMember {min_member} overflows a 64-bit quantity"))
+            continue
+        resources[name] = str(raw)
+    return resources
+
+
+def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], warnings: list[str]) -> TaskGroup | None:
+    where = f"task-groups[{index}]"
+    if not isinstance(raw, dict):
+        problems.append(Problem(where, raw, "must be an object with name, minMember and minResource"))
+        return None
+    group = _canonical_keys(raw, where, warnings)
+    before = len(problems)
+
+    name = group.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem(f"{where}.name", name, "must be a non-empty string"))
+    elif len(name) > 63 or not DNS1123_LABEL.match(name):
+        problems.append(Problem(f"{where}.name", name, "must be a DNS-1123 label (lower-case letters, digits, '-'; at most 63)"))
+    where = f"task-groups[{name if isinstance(name, str) and name else index}]"
+
+    min_member = group.get("minMember")
+    if not _is_int(min_member) or not 1 <= min_member <= limits.max_members_per_group:
+        problems.append(Problem(f"{where}.minMember", min_member, f"must be an integer from 1 to {limits.max_members_per_group}"))
+        min_member = 0
+    min_resource = _min_resource(group.get("minResource"), f"{where}.minResource", min_member, problems)
+    result = TaskGroup(
+        name=name if isinstance(name, str) else "",
+        min_member=min_member,
+        min_resource=min_resource,
+        node_selector=_string_map(group.get("nodeSelector"), f"{where}.nodeSelector", problems),
+        tolerations=_object_list(group.get("tolerations"), f"{where}.tolerations", problems),
+        affinity=group.get("affinity") or {},
+        topology_spread_constraints=_object_list(group.get("topologySpreadConstraints"), f"{where}.topologySpreadConstraints", problems),
+        labels=_string_map(group.get("labels"), f"{where}.labels", problems),
+        annotations=_string_map(group.get("annotations"), f"{where}.annotations", problems),
+    )
+    if not isinstance(result.affinity, dict):
+        problems.append(Problem(f"{where}.affinity", result.affinity, "must be an object (a pod affinity spec)"))
+    return result if len(problems) == before else None
+
+
+def parse_policy(text: str | None, limits: Limits = Limits()) -> Policy:
+    """`placeholderTimeoutInSeconds=60 gangSchedulingStyle=Hard` (space separated, both optional)."""
+    policy, problems = _policy(text, limits)
+    if problems:
+        raise InvalidGang(problems)
+    return policy
+
+
+def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
+    timeout_s, style, problems = limits.default_timeout_s, Style.SOFT, []
+    where = keys.SCHEDULING_POLICY_PARAMETERS
+    for item in (text or "").split():
+        key, sep, value = item.partition("=")
+        if key == "placeholderTimeoutInSeconds" and sep:
+            if value.isdigit() and 1 <= int(value) <= limits.max_timeout_s:
+                timeout_s = int(value)
+            else:
+                problems.append(Problem(f"{where}.placeholderTimeoutInSeconds", value, f"must be a whole number of seconds from 1 to {limits.max_timeout_s}"))
+        elif key == "gangSchedulingStyle" and sep:
+            matched = next((s for s in Style if s.value.lower() == value.lower()), None)
+            if matched is None:
+                problems.append(Problem(f"{where}.gangSchedulingStyle", value, "must be Soft or Hard"))
+            else:
+                style = matched
+        else:
+            problems.append(Problem(where, item, "is not placeholderTimeoutInSeconds=N or gangSchedulingStyle=Soft|Hard"))
+    return Policy(timeout_s, style), problems
+
+
+def style_of(annotations: Mapping[str, str]) -> Style:
+    """The style to apply even when the rest of the input is invalid: a Hard request stays Hard."""
+    policy, _ = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), Limits())
+    return policy.style
+
+
+def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> GangSpec:
+    """The gang described by an originator pod's annotations; InvalidGang lists every problem."""
+    text = annotations.get(keys.TASK_GROUPS, "")
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    policy, policy_problems = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
+    problems += policy_problems
+    if len(text.encode()) > limits.max_annotation_bytes:
+        raise InvalidGang([Problem(keys.TASK_GROUPS, f"{len(text.encode())} bytes", f"is larger than the {limits.max_annotation_bytes}-byte limit")] + problems)
+    try:
+        raw = json.loads(text)
+    except ValueError as error:
+        raise InvalidGang([Problem(keys.TASK_GROUPS, text, f"is not valid JSON ({error})")] + problems) from None
+    if not isinstance(raw, list) or not raw:
+        raise InvalidGang([Problem(keys.TASK_GROUPS, raw, "must be a non-empty JSON array of task groups")] + problems)
+
+    groups = [g for i, item in enumerate(raw) if (g := _task_group(item, i, limits, problems, warnings)) is not None]
+    seen: set[str] = set()
+    for group in groups:
+        if group.name in seen:
+            problems.append(Problem(f"task-groups[{group.name}].name", group.name, "is used by more than one task group"))
+        seen.add(group.name)
+    total = sum(g.min_member for g in groups)
+    if total > limits.max_members_per_app:
+        problems.append(Problem("task-groups[*].minMember", total, f"in total exceeds the per-application limit of {limits.max_members_per_app}"))
+    if problems:
+        raise InvalidGang(problems)
+    return GangSpec(tuple(groups), policy, tuple(warnings))
+
+
+def check_member(spec: GangSpec, group_name: str) -> None:
+    """A real pod's task-group-name must name one of the application's groups."""
+    if spec.group(group_name) is None:
+        names = ", ".join(g.name for g in spec.groups)
+        raise InvalidGang([Problem(keys.TASK_GROUP_NAME, group_name, f"is not a task group of this application (groups: {names})")])

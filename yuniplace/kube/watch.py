@@ -1,0 +1,126 @@
+"""List-then-watch of one collection, owned here rather than by the client library.
+
+The client's `Watch.stream` resumes from a stale resourceVersion and breaks on 410; this loop does
+what an informer does: list (paginated, plain dicts), watch from the list's resourceVersion with
+bookmarks, track the resourceVersion of every event, re-list on 410 Gone, reconnect with backoff,
+and always release the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+
+from yuniplace.kube.client import JsonObject, KubeClient, json_lines
+from yuniplace.kube.errors import ApiError, Gone
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE_SIZE = 500
+WATCH_TIMEOUT_S = 300
+READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30
+MAX_BACKOFF_S = 10.0
+
+OnList = Callable[[list[JsonObject]], None]
+"""Receives the complete collection after every (re-)list: the store is replaced, not merged."""
+OnEvent = Callable[[str, JsonObject], None]
+"""Receives ADDED / MODIFIED / DELETED with the object."""
+
+
+class ListWatch:
+    """Feeds a collection's state to callbacks until `stop()`; run it in a thread of its own."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        *,
+        on_list: OnList,
+        on_event: OnEvent,
+        selectors: Mapping[str, str] | None = None,
+        name: str = "",
+    ) -> None:
+        self._client = client
+        self._path = path
+        self._on_list = on_list
+        self._on_event = on_event
+        self._selectors = dict(selectors or {})
+        self._name = name or path
+        self._stopped = threading.Event()
+        self._response: urllib3.BaseHTTPResponse | None = None
+        self.synced = threading.Event()
+        """Set once the first list has been delivered."""
+
+    def stop(self) -> None:
+        self._stopped.set()
+        response = self._response
+        if response is not None:
+            response.shutdown()
+
+    def _list(self) -> str:
+        items: list[JsonObject] = []
+        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **self._selectors}
+        while True:
+            page = self._client.get(self._path, **query)
+            items.extend(page.get("items", []))
+            metadata = page.get("metadata", {})
+            if not metadata.get("continue"):
+                break
+            query["continue"] = metadata["continue"]
+        self._on_list(items)
+        self.synced.set()
+        return str(metadata.get("resourceVersion", ""))
+
+    def _watch(self, resource_version: str) -> str:
+        """Follow the watch until the server ends it; return the last resourceVersion seen."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": WATCH_TIMEOUT_S,
+            **self._selectors,
+        }
+        response = self._client.open_stream(self._path, query=query, timeout_s=READ_TIMEOUT_S)
+        self._response = response
+        try:
+            for event in json_lines(response):
+                kind, obj = event.get("type"), event.get("object", {})
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise Gone(410, str(obj.get("reason", "Expired")), str(obj.get("message", "")))
+                    raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
+                resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
+                if kind != "BOOKMARK":
+                    self._on_event(str(kind), obj)
+                if self._stopped.is_set():
+                    break
+        finally:
+            self._response = None
+            response.release_conn()
+        return resource_version
+
+    def run(self) -> None:
+        failures = 0
+        resource_version: str | None = None
+        while not self._stopped.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._list()
+                resource_version = self._watch(resource_version)
+                failures = 0
+            except Gone:
+                log.info("watch of %s expired; re-listing", self._name)
+                resource_version = None
+            except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+                if self._stopped.is_set():
+                    break
+                failures += 1
+                delay = min(MAX_BACKOFF_S, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
+                log.warning("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
+                self._stopped.wait(delay)
+
