@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import Cluster
-from yuniplace.localcluster import LocalCluster, NodePool
+from tests.e2e.support import POOL_LABEL, Cluster, ControllerProcess, NamespaceRecorder, Placement
+from yuniplace.localcluster import LocalCluster, NodePool, Taint
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SKIP_WITHOUT_GO = (
@@ -52,3 +53,54 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     cluster.local.create_namespace(name)
     yield name
     cluster.client.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def controller(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
+    """A yuniplace controller process watching the test's namespace; its log is shown on failure."""
+    process = ControllerProcess(cluster.kubeconfig, namespace, tmp_path)
+    process.start()
+    yield process
+    code = process.stop()
+    assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
+
+
+@pytest.fixture
+def recorder(cluster: Cluster, namespace: str) -> Iterator[NamespaceRecorder]:
+    with NamespaceRecorder(cluster.client, namespace) as watching:
+        yield watching
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    process = item.funcargs.get("controller") if hasattr(item, "funcargs") else None
+    if report.failed and isinstance(process, ControllerProcess):
+        report.sections.append(("controller log", process.log()))
+    return report
+
+
+@pytest.fixture
+def pool(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Placement]]:
+    """Add nodes reserved to this test (labelled and tainted with its namespace); removed afterwards."""
+    created: list[NodePool] = []
+
+    def make(count: int, cpu: str = "8", memory: str = "32Gi", pods: int = 110) -> Placement:
+        node_pool = NodePool(
+            count=count, cpu=cpu, memory=memory, pods=pods,
+            labels={POOL_LABEL: namespace},
+            taints=(Taint(POOL_LABEL, namespace, "NoSchedule"),),
+            prefix=f"{namespace}-{len(created)}",
+        )
+        names = cluster.local.add_nodes(node_pool)
+        created.append(node_pool)
+        return Placement(
+            {POOL_LABEL: namespace},
+            [{"key": POOL_LABEL, "operator": "Equal", "value": namespace, "effect": "NoSchedule"}],
+            names,
+        )
+
+    yield make
+    for node_pool in created:
+        for name in node_pool.names():
+            cluster.client.delete(f"/api/v1/nodes/{name}")

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import socket
 import subprocess
+import sys
+import threading
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from yuniplace.gang import keys
 from yuniplace.kube import KubeClient, NotFound
+from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, wait_until
 
 Pod = dict[str, Any]
@@ -114,3 +125,200 @@ class Cluster:
             wait_until(gone, timeout_s)
         except TimeoutError:
             raise AssertionError(f"{path} still exists after {timeout_s}s") from None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ControllerProcess:
+    """`yuniplace controller` as a real process, as it runs in a cluster: started, killed, restarted."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.log_path = log_dir / "controller.log"
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.starts = 0
+
+    def start(self) -> None:
+        self.port = free_port()
+        self.starts += 1
+        with self.log_path.open("ab") as log:
+            log.write(f"--- start {self.starts}\n".encode())
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "yuniplace", "controller", f"--kubeconfig={self.kubeconfig}",
+                 f"--namespace={self.namespace}", f"--http-address=127.0.0.1:{self.port}", *self.extra_args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        wait_until(self._ready, 30)
+
+    def _ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"controller exited ({self.process.returncode}):\n{self.log()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def metrics(self) -> dict[str, float]:
+        """The controller's Prometheus samples, keyed `name{labels}`."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                samples[key] = float(value)
+        return samples
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, as when a node dies."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"controller ignored SIGTERM for 30s:\n{self.log()}") from None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+class NamespaceRecorder:
+    """Everything a namespace's pods went through, from a watch: every placeholder ever created
+    (by name and UID) and where each pod was bound, so tests can assert on history, not just on
+    the final state."""
+
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        self._lock = threading.Lock()
+        self.placeholder_uids: dict[str, set[str]] = defaultdict(set)
+        self.placeholder_nodes: dict[str, tuple[str, str]] = {}  # name -> (group, node)
+        self.latest: dict[str, Pod] = {}
+        self.callbacks: list[Callable[[Pod], None]] = []
+        self._watch = ListWatch(client, f"/api/v1/namespaces/{namespace}/pods",
+                                on_list=self._seen_all, on_event=lambda _kind, pod: self._seen_all([pod]))
+        self._thread = threading.Thread(target=self._watch.run, daemon=True)
+
+    def _seen_all(self, pods: list[Pod]) -> None:
+        with self._lock:
+            for pod in pods:
+                name = pod["metadata"]["name"]
+                self.latest[name] = pod
+                labels = pod["metadata"].get("labels") or {}
+                if labels.get(keys.PLACEHOLDER) == "true":
+                    self.placeholder_uids[name].add(pod["metadata"]["uid"])
+                    node = pod["spec"].get("nodeName")
+                    if node:
+                        self.placeholder_nodes[name] = (labels[keys.PLACEHOLDER_GROUP], node)
+            callbacks = list(self.callbacks)
+        for pod in pods:
+            for callback in callbacks:
+                callback(pod)
+
+    def group_nodes(self, group: str) -> set[str]:
+        with self._lock:
+            return {node for g, node in self.placeholder_nodes.values() if g == group}
+
+    def __enter__(self) -> NamespaceRecorder:
+        self._thread.start()
+        wait_until(self._watch.synced.is_set, 30)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._watch.stop()
+
+
+def gang_pod(
+    name: str,
+    app: str,
+    group: str | None,
+    *,
+    task_groups: list[dict[str, Any]] | None = None,
+    policy: str | None = None,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    gated: bool = True,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+) -> Pod:
+    """A real pod of application `app` (label spark-app-selector, as Spark sets it), gated as
+    yuniplace's webhook would gate it."""
+    annotations: dict[str, str] = {}
+    if group is not None:
+        annotations[keys.TASK_GROUP_NAME] = group
+    if task_groups is not None:
+        annotations[keys.TASK_GROUPS] = json.dumps(task_groups)
+    if policy is not None:
+        annotations[keys.SCHEDULING_POLICY_PARAMETERS] = policy
+    pod = make_pod(name, cpu=cpu, memory=memory, gates=[keys.GATE] if gated else (),
+                   labels={"spark-app-selector": app}, annotations=annotations)
+    if node_selector:
+        pod["spec"]["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        pod["spec"]["tolerations"] = tolerations
+    return pod
+
+
+def events_for(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, Any]]:
+    """Events of a reason as `kubectl get events` shows them through the generated kubeconfig."""
+    items = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json"))["items"]
+    return [e for e in items if e["reason"] == reason]
+
+
+def is_succeeded(pod: Pod) -> bool:
+    return pod.get("status", {}).get("phase") == "Succeeded"
+
+
+def is_failed(pod: Pod) -> bool:
+    return pod.get("status", {}).get("phase") == "Failed"
+
+
+def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded") -> None:
+    """End a pod as its program would: kwok only completes Job pods on its own."""
+    cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"phase": phase}})
+
+
+def placeholders(cluster: Cluster, namespace: str) -> list[Pod]:
+    return cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"{keys.PLACEHOLDER}=true")["items"]
+
+
+POOL_LABEL = "e2e.yuniplace.io/pool"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a test's pods may go: only the test's own nodes (a label to select, a taint to tolerate),
+    so capacity assertions do not depend on what other tests left running."""
+
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    nodes: list[str]
+
+    def group(self, name: str, min_member: int, cpu: str, memory: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "minMember": min_member,
+            "minResource": {"cpu": cpu, "memory": memory},
+            "nodeSelector": self.node_selector,
+            "tolerations": self.tolerations,
+        }
+
+    def pin(self, pod: Pod) -> Pod:
+        pod["spec"]["nodeSelector"] = dict(self.node_selector)
+        pod["spec"]["tolerations"] = list(self.tolerations)
+        return pod

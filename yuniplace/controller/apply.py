@@ -99,7 +99,14 @@ class Executor:
             self._annotate(plan.originator, plan.annotate)
         self._each(self._create, plan.create)
         self._each(lambda pod: self._delete(pod, "released"), plan.delete)
-        self._each(self._swap, plan.swaps)
+        # A batch of swaps goes step by step: every nomination, then every placeholder deleted, then
+        # every member released. No member is released while a placeholder of its batch still holds
+        # room it is nominated to, which would make the two count twice on the same node.
+        for swap in plan.swaps:
+            self._tracker.started(swap)
+        self._each(self._nominate, plan.swaps)
+        self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
+        self._each(lambda s: self._ungate(s.member), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
         for event in plan.events:
@@ -128,20 +135,21 @@ class Executor:
             self._metrics.placeholders_deleted.labels(reason).inc()
         self._store.delete(pod)
 
-    def _swap(self, swap: Swap) -> None:
-        """Nominate the real pod to the reserved node while its placeholder still holds the room, then
-        free the room, then release the pod. kube-scheduler counts a nominated pod's requests as
-        taken on that node for pods of lower or equal priority, so no window opens in which another
-        pod can take the room; and a nomination, unlike a node pin, lets the pod go elsewhere if the
-        node fails it after all."""
+    def _nominate(self, swap: Swap) -> None:
+        """Step 1 of a swap: nominate the member to the reserved node while its placeholder still holds
+        the room. kube-scheduler counts a nominated pod's requests as taken on that node for pods of
+        lower or equal priority, so once the placeholder goes no other pod can take the room; and a
+        nomination, unlike a node pin, lets the member go elsewhere if the node fails it after all."""
         member = swap.member
-        self._tracker.started(swap)
-        if p.nominated_node(member) != swap.node:
-            updated = self._client.patch(f"{_pod_path(member)}/status", {"status": {"nominatedNodeName": swap.node}})
-            self._store.upsert(updated)
-        if swap.placeholder is not None:
-            self._delete(swap.placeholder, "swapped")
-        self._ungate(member)
+        if swap.placeholder is None or p.annotations(member).get(keys.SWAP_PLACEHOLDER) == p.name(swap.placeholder):
+            return
+        # One write for both: pods/status accepts metadata, and the annotation tells a restarted
+        # controller which placeholder this pod is taking the place of.
+        step_one = {
+            "metadata": {"annotations": {keys.SWAP_PLACEHOLDER: p.name(swap.placeholder)}},
+            "status": {"nominatedNodeName": swap.node},
+        }
+        self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one))
 
     def _ungate(self, pod: Pod) -> None:
         for _ in range(3):

@@ -44,7 +44,7 @@ class Controller:
         self.metrics = metrics or Metrics()
         self.store = PodStore()
         self.queue: WorkQueue[p.AppKey] = WorkQueue()
-        self.recorder = EventRecorder(client)
+        self.recorder = EventRecorder(client, on_posted=lambda kind, reason: self.metrics.events.labels(kind, reason).inc())
         self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)
         self._executor = Executor(client, self.store, self.recorder, self.metrics, self._tracker)
         self._failures: Counter[p.AppKey] = Counter()

@@ -12,6 +12,7 @@ import queue
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from yuniplace.kube import KubeClient
@@ -44,13 +45,13 @@ def _now() -> str:
 
 
 class EventRecorder:
-    def __init__(self, client: KubeClient, *, instance: str | None = None) -> None:
+    def __init__(self, client: KubeClient, *, on_posted: Callable[[str, str], None] | None = None, instance: str | None = None) -> None:
         self._client = client
+        self._on_posted = on_posted
         self._instance = instance or socket.gethostname()
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="events", daemon=True)
         self._thread.start()
-        self.posted = 0
 
     def record(self, pod: dict[str, Any], reason: str, note: str, *, warning: bool = False) -> None:
         meta = pod["metadata"]
@@ -82,7 +83,8 @@ class EventRecorder:
             namespace = event["metadata"]["namespace"]
             try:
                 self._client.create(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
-                self.posted += 1
+                if self._on_posted is not None:
+                    self._on_posted(event["type"], event["reason"])
             except Exception as error:  # noqa: BLE001 - an event must never take the controller down
                 log.warning("could not post event %s: %s", event["reason"], error)
             finally:

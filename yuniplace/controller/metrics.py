@@ -51,6 +51,7 @@ class Metrics:
             "yuniplace_reconcile_duration_seconds", "Time to plan and apply one reconcile.", buckets=DURATION_BUCKETS_S, registry=r
         )
         self.reconcile_errors = Counter("yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r)
+        self.events = Counter("yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r)
         self.queue_depth = Gauge("yuniplace_queue_depth", "Applications waiting to be reconciled.", registry=r)
         for state in AppState:
             self.applications.labels(state.value)

@@ -22,6 +22,7 @@ from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, Style, chec
 Pod = p.Pod
 FIRST_ALLOCATED = "yuniplace.io/first-allocated"
 RESYNC_S = 60.0
+IN_FLIGHT_RECHECK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,12 @@ class AppView:
 
     @property
     def originator(self) -> Pod | None:
-        """The first live pod of the application carrying task groups (normally the Spark driver)."""
-        return next(
-            (pod for pod in self.members if p.carries_task_groups(pod) and not p.is_deleting(pod)),
-            None,
-        )
+        """The pod whose task groups define the gang: the one already carrying the application's
+        state, else the oldest live pod with task groups (normally the Spark driver). Pods of a Job
+        share a creation second, so "oldest" alone could change its mind as the others appear."""
+        candidates = [pod for pod in self.members if p.carries_task_groups(pod) and not p.is_deleting(pod)]
+        chosen = next((pod for pod in candidates if keys.STATE in p.annotations(pod)), None)
+        return chosen or (candidates[0] if candidates else None)
 
 
 def _gated_members(view: AppView) -> list[Pod]:
@@ -344,23 +346,36 @@ def _plan_swaps(
 ) -> None:
     """Match gated members to placed placeholders of their group, one each; members beyond the
     reserved count run normally. A member already nominated to a node (a swap interrupted by a
-    restart) keeps that node and the placeholder there."""
+    restart) keeps that node and the placeholder there.
+
+    kube-scheduler counts a nominated pod as taking room on its node for every other pod of equal
+    priority, itself excepted. While a member swapped earlier is still waiting to be bound on node N,
+    nominating another member to N (whose placeholder is still there) would make N look full to the
+    first one, and it would move elsewhere. So a node with a member in flight takes no new swap until
+    that member is bound: the member is kept for the next reconcile, which its binding triggers."""
     originator = plan.originator
     assert originator is not None
     live = _live_placeholders(view)
     claimed: set[str] = set()
+    in_flight = {
+        node
+        for m in view.members
+        if (node := p.nominated_node(m)) and keys.SWAP_PLACEHOLDER in p.annotations(m)
+        and not p.is_gated(m) and not p.node_name(m) and not p.is_terminal(m)
+    }
     for group in spec.groups:
         placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
         room = quantities(group.min_resource)
         pending: list[Pod] = []
         for member in members[group.name]:
-            # A gated pod is never scheduled, so a nomination on it is ours: a swap interrupted by a
-            # restart. It keeps its node, and the placeholder still there if step 2 had not run.
+            # A gated member naming its placeholder is a swap interrupted by a restart: it resumes
+            # with that placeholder (gone already if step 2 had run) and no other.
+            taken = p.annotations(member).get(keys.SWAP_PLACEHOLDER)
             node = p.nominated_node(member)
-            if node is None:
+            if taken is None or node is None:
                 pending.append(member)
                 continue
-            resumed = next((ph for ph in placed if p.node_name(ph) == node and p.uid(ph) not in claimed), None)
+            resumed = next((ph for ph in placed if p.name(ph) == taken and p.uid(ph) not in claimed), None)
             if resumed is not None:
                 claimed.add(p.uid(resumed))
             plan.swaps.append(Swap(member, resumed, node, group.name))
@@ -385,7 +400,11 @@ def _plan_swaps(
                     plan.delete.append(released)
                 plan.ungate.append(member)
             elif free:
-                chosen = free.pop(0)
+                chosen = next((ph for ph in free if p.node_name(ph) not in in_flight), None)
+                if chosen is None:
+                    plan.requeue_after_s = IN_FLIGHT_RECHECK_S  # its binding requeues it sooner
+                    continue
+                free.remove(chosen)
                 claimed.add(p.uid(chosen))
                 plan.swaps.append(Swap(member, chosen, str(p.node_name(chosen)), group.name))
             else:
@@ -394,7 +413,7 @@ def _plan_swaps(
     if p.node_name(originator) and plan.state == AppState.RESERVED:
         plan.state = AppState.RUNNING
     unused = [ph for ph in live if p.uid(ph) not in claimed]
-    if unused:
+    if unused and plan.requeue_after_s != IN_FLIGHT_RECHECK_S:
         deadline = _deadline(originator, view, spec.policy.timeout_s)
         if deadline is not None and now >= deadline:
             plan.delete += unused

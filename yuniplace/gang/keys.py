@@ -22,3 +22,6 @@ PLACEHOLDER_APP = "yuniplace.io/app-id"
 PLACEHOLDER_GROUP = "yuniplace.io/task-group"
 RESERVATION_STARTED = "yuniplace.io/reservation-started"
 STATE = "yuniplace.io/state"
+# On a real pod: the placeholder whose place it is taking, written with its nomination (step 1 of a
+# swap), so a restarted controller resumes the swap with that placeholder and no other.
+SWAP_PLACEHOLDER = "yuniplace.io/swap-placeholder"

@@ -69,11 +69,19 @@ def shortfalls(needed: Mapping[str, Decimal], available: Mapping[str, Decimal]) 
     ]
 
 
+BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
 def format_quantity(amount: Decimal) -> str:
-    """A readable quantity for messages: whole numbers plain, fractions in milli-units."""
-    if amount == amount.to_integral_value():
-        return str(int(amount))
-    return f"{int((amount * 1000).to_integral_value())}m"
+    """A quantity as a manifest would write it: fractions in milli-units, whole multiples of a
+    binary unit with its suffix (1408Mi, not 1476395008), other numbers plain."""
+    if amount != amount.to_integral_value():
+        return f"{int((amount * 1000).to_integral_value())}m"
+    value = int(amount)
+    for suffix, factor in BINARY_SUFFIXES:
+        if value >= factor and value % factor == 0:
+            return f"{value // factor}{suffix}"
+    return str(value)
 
 
 def fits(needed: Mapping[str, Decimal], available: Mapping[str, Decimal]) -> bool:

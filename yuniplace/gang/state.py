@@ -22,7 +22,8 @@ class AppState(enum.Enum):
 
 S = AppState
 TRANSITIONS: dict[AppState, frozenset[AppState]] = {
-    S.PENDING: frozenset({S.RESERVING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Pending -> Reserved: placeholders found already placed (another originator began the reservation).
+    S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESERVING: frozenset({S.RESERVED, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESERVED: frozenset({S.RUNNING, S.COMPLETED}),
     S.RUNNING: frozenset({S.COMPLETED}),

@@ -53,6 +53,7 @@ class ListWatch:
         self._name = name or path
         self._stopped = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
+        self._resource_version: str | None = None
         self.synced = threading.Event()
         """Set once the first list has been delivered."""
 
@@ -76,8 +77,9 @@ class ListWatch:
         self.synced.set()
         return str(metadata.get("resourceVersion", ""))
 
-    def _watch(self, resource_version: str) -> str:
-        """Follow the watch until the server ends it; return the last resourceVersion seen."""
+    def _watch(self, resource_version: str) -> None:
+        """Follow the watch until the server ends it, keeping `_resource_version` at the last one seen
+        (also when the stream breaks, so a reconnect resumes exactly there)."""
         query = {
             "watch": "true",
             "allowWatchBookmarks": "true",
@@ -94,7 +96,7 @@ class ListWatch:
                     if obj.get("code") == 410:
                         raise Gone(410, str(obj.get("reason", "Expired")), str(obj.get("message", "")))
                     raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
-                resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
+                self._resource_version = obj.get("metadata", {}).get("resourceVersion", self._resource_version)
                 if kind != "BOOKMARK":
                     self._on_event(str(kind), obj)
                 if self._stopped.is_set():
@@ -102,20 +104,18 @@ class ListWatch:
         finally:
             self._response = None
             response.release_conn()
-        return resource_version
 
     def run(self) -> None:
         failures = 0
-        resource_version: str | None = None
         while not self._stopped.is_set():
             try:
-                if resource_version is None:
-                    resource_version = self._list()
-                resource_version = self._watch(resource_version)
+                if self._resource_version is None:
+                    self._resource_version = self._list()
+                self._watch(self._resource_version)
                 failures = 0
             except Gone:
                 log.info("watch of %s expired; re-listing", self._name)
-                resource_version = None
+                self._resource_version = None
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
                 if self._stopped.is_set():
                     break
