@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from yuniplace import __version__
 from yuniplace.controller import command as controller_command
+from yuniplace.tools import status, validate
+from yuniplace.webhook import command as webhook_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yuniplace {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     controller_command.register(commands)
+    webhook_command.register(commands)
+    validate.register(commands)
+    status.register(commands)
     return parser
 
 

@@ -124,23 +124,30 @@ class Controller:
                 self.queue.done(key)
                 self.metrics.queue_depth.set(self.queue.depth())
 
-    def run(self, stop: threading.Event) -> None:
-        """Run until `stop` is set; then finish in-flight reconciles and post queued events."""
-        watcher = threading.Thread(target=self._watch.run, name="watch-pods", daemon=True)
-        watcher.start()
+    def start(self) -> None:
+        """Start watching pods. Every replica watches, leader or not, so a standby is ready (its
+        store synced) the moment it takes over, and readiness means the same on every replica."""
+        threading.Thread(target=self._watch.run, name="watch-pods", daemon=True).start()
+
+    def run_workers(self, stop: threading.Event) -> None:
+        """Reconcile until `stop` is set (shutdown, or leadership lost); in-flight reconciles finish."""
         while not self.synced.wait(1.0):
             if stop.is_set():
-                self._watch.stop()
                 return
-        log.info("pod store synced: %d pods of %d applications", len(self.store), len(self.store.keys()))
+        log.info("pod store synced: %d pods of %d applications; reconciling", len(self.store), len(self.store.keys()))
+        for key in self.store.keys():
+            self.queue.add(key)
         workers = [threading.Thread(target=self._work, args=(stop,), name=f"worker-{i}") for i in range(self._workers)]
         for worker in workers:
             worker.start()
         stop.wait()
-        log.info("shutting down: finishing in-flight work")
-        self._watch.stop()
+        log.info("stopping: finishing in-flight reconciles")
         self.queue.shutdown()
         for worker in workers:
             worker.join()
+
+    def close(self) -> None:
+        """Stop watching and post the events still queued."""
+        self._watch.stop()
         self._executor.close()
         self.recorder.close()

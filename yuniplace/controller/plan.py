@@ -148,7 +148,7 @@ def plan_application(view: AppView, now: float, settings: Settings = Settings())
     try:
         spec = parse_gang(p.annotations(originator), settings.limits)
     except InvalidGang as error:
-        _plan_invalid(plan, view, current, style_of(p.annotations(originator)), str(error))
+        _plan_invalid(plan, view, current, style_of(p.annotations(originator), settings.limits), str(error))
         return _finish(plan, current)
 
     if p.is_terminal(originator) or current in TERMINAL:
@@ -301,6 +301,12 @@ def _plan_reservation(
         first = min((t for ph in view.placeholders if (t := p.scheduled_at(ph)) is not None), default=now)
         plan.state = AppState.RESERVED
         plan.annotate[FIRST_ALLOCATED] = p.format_time(first)
+        for group in spec.groups:
+            nodes = {p.node_name(ph) for ph in view.placeholders if p.task_group_name(ph) == group.name}
+            plan.events.append(
+                Event(originator, "PlaceholderAllocated",
+                      f"task group {group.name}: {group.min_member}/{group.min_member} placeholders placed on {len(nodes)} node(s)")
+            )
         plan.events.append(Event(originator, "GangReservationComplete", f"all {placed} placeholders are placed; swapping the real pods in"))
         _plan_swaps(plan, view, spec, members, now, settings)
         return

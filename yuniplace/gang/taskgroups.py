@@ -42,6 +42,7 @@ class Limits:
     max_members_per_app: int = 5000
     max_annotation_bytes: int = 64 * 1024
     default_timeout_s: int = 15 * 60
+    default_style: Style = Style.SOFT
     max_timeout_s: int = 7 * 24 * 3600
 
 
@@ -234,7 +235,7 @@ def parse_policy(text: str | None, limits: Limits = Limits()) -> Policy:
 
 
 def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
-    timeout_s, style, problems = limits.default_timeout_s, Style.SOFT, []
+    timeout_s, style, problems = limits.default_timeout_s, limits.default_style, []
     where = keys.SCHEDULING_POLICY_PARAMETERS
     for item in (text or "").split():
         key, sep, value = item.partition("=")
@@ -254,9 +255,9 @@ def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
     return Policy(timeout_s, style), problems
 
 
-def style_of(annotations: Mapping[str, str]) -> Style:
+def style_of(annotations: Mapping[str, str], limits: Limits = Limits()) -> Style:
     """The style to apply even when the rest of the input is invalid: a Hard request stays Hard."""
-    policy, _ = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), Limits())
+    policy, _ = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
     return policy.style
 
 

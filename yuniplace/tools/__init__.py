@@ -1,0 +1,1 @@
+"""Command-line tools for users: offline validation and a status view of the cluster."""

@@ -1,0 +1,1 @@
+"""The admission webhook: gates gang pods at creation, and turns away invalid gang annotations."""

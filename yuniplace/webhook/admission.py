@@ -1,0 +1,96 @@
+"""Admission decisions as pure functions of an AdmissionReview (v1), so every rule is unit-tested
+without a server.
+
+The apiserver only calls the webhook for pods with gang annotations (the chart's matchConditions),
+but the decisions check it again: a pod that is not a gang pod is always allowed, untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.taskgroups import DNS1123_LABEL, InvalidGang, Limits, check_member, parse_gang, parse_policy
+
+YUNIKORN_SCHEDULER = "yunikorn"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def _response(review: Mapping[str, Any], *, allowed: bool = True, message: str = "", patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    answer: dict[str, Any] = {"uid": review.get("request", {}).get("uid", ""), "allowed": allowed}
+    if message:
+        answer["status"] = {"code": 200 if allowed else 400, "reason": "Invalid" if not allowed else "", "message": message}
+    if patch:
+        answer["patchType"] = "JSONPatch"
+        answer["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
+
+
+def _pod(review: Mapping[str, Any]) -> dict[str, Any] | None:
+    request = review.get("request") or {}
+    if request.get("kind", {}).get("kind") != "Pod" or request.get("operation") != "CREATE":
+        return None
+    pod = request.get("object")
+    return pod if isinstance(pod, dict) else None
+
+
+def is_gang_pod(pod: Mapping[str, Any]) -> bool:
+    """A pod yuniplace must hold back: a real pod carrying task groups or a task-group name."""
+    if p.is_placeholder(pod):
+        return False
+    notes = p.annotations(pod)
+    return keys.TASK_GROUPS in notes or keys.TASK_GROUP_NAME in notes
+
+
+def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False) -> dict[str, Any]:
+    pod = _pod(review)
+    if pod is None:
+        return _response(review)
+    spec = pod.get("spec") or {}
+    patch: list[dict[str, Any]] = []
+    if rewrite_scheduler_name and spec.get("schedulerName") == YUNIKORN_SCHEDULER:
+        patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
+    # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
+    if is_gang_pod(pod) and not spec.get("nodeName"):
+        gates = spec.get("schedulingGates")
+        if not gates:
+            patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})
+        elif not any(g.get("name") == keys.GATE for g in gates):
+            patch.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": keys.GATE}})
+    return _response(review, patch=patch)
+
+
+def problems_of(pod: Mapping[str, Any], limits: Limits = Limits()) -> str | None:
+    """Why the pod's gang annotations cannot be used, or None when they can (or it has none)."""
+    if not is_gang_pod(pod):
+        return None
+    notes = p.annotations(pod)
+    group = notes.get(keys.TASK_GROUP_NAME)
+    try:
+        if keys.TASK_GROUPS in notes:
+            spec = parse_gang(notes, limits)
+            if group is not None:
+                check_member(spec, group)
+        else:
+            parse_policy(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
+    except InvalidGang as error:
+        return str(error)
+    if group is not None and (len(group) > 63 or not DNS1123_LABEL.match(group)):
+        return f'{keys.TASK_GROUP_NAME}: "{group}" must be a DNS-1123 label (lower-case letters, digits, \'-\'; at most 63)'
+    if p.app_id(pod) is None:
+        return (f"a gang pod needs an application id: set label {keys.APP_ID} (or annotation {keys.APP_ID}, "
+                "label applicationId, or label spark-app-selector)")
+    return None
+
+
+def validate(review: Mapping[str, Any], limits: Limits = Limits()) -> dict[str, Any]:
+    pod = _pod(review)
+    problem = None if pod is None else problems_of(pod, limits)
+    if problem is None:
+        return _response(review)
+    name = (pod or {}).get("metadata", {}).get("name") or (pod or {}).get("metadata", {}).get("generateName", "") + "…"
+    return _response(review, allowed=False, message=f"yuniplace: pod {name} has invalid gang annotations: {problem}")

@@ -1,0 +1,62 @@
+"""`yuniplace webhook`: the admission webhook on its own (it can also run inside the controller)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from yuniplace import httpserver, logs
+from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from
+from yuniplace.gang.taskgroups import Limits
+from yuniplace.webhook import server
+
+log = logging.getLogger(__name__)
+
+
+def add_webhook_arguments(group: Any, *, required: bool) -> None:
+    group.add_argument("--webhook-address", required=required, metavar="HOST:PORT",
+                       help="serve /mutate and /validate over HTTPS here" + ("" if required else " (default: no webhook)"))
+    group.add_argument("--tls-cert-file", metavar="PATH", help="serving certificate (PEM), re-read when it changes")
+    group.add_argument("--tls-key-file", metavar="PATH", help="its private key (PEM)")
+    group.add_argument("--rewrite-scheduler-name", action="store_true",
+                       help="rewrite schedulerName: yunikorn to the default scheduler (drop-in for YuniKorn users)")
+
+
+def start_webhook(args: argparse.Namespace, limits: Limits) -> ThreadingHTTPServer:
+    if not args.tls_cert_file or not args.tls_key_file:
+        raise SystemExit("yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file (the apiserver only calls webhooks over HTTPS)")
+    return server.serve(args.webhook_address, args.tls_cert_file, args.tls_key_file,
+                        rewrite_scheduler_name=args.rewrite_scheduler_name, limits=limits)
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "webhook",
+        help="run the admission webhook alone",
+        description="Mutating: add the yuniplace.io/gang scheduling gate to pods with gang annotations. "
+        "Validating: deny pods whose gang annotations are invalid, naming the field and the value.",
+    )
+    add_webhook_arguments(parser, required=True)
+    add_limit_arguments(parser)
+    add_common_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level, args.log_format)
+    webhook = start_webhook(args, limits_from(args))
+    health = httpserver.serve(args.http_address, CollectorRegistry(), ready=lambda: True)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    log.info("yuniplace webhook serving on %s:%d", *webhook.server_address[:2])
+    stop.wait()
+    webhook.shutdown()
+    health.shutdown()
+    return 0

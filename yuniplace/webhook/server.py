@@ -1,0 +1,114 @@
+"""The webhook's HTTPS server: /mutate and /validate, AdmissionReview v1 in and out.
+
+The serving certificate is re-read when its files change (cert-manager and the chart both rotate it
+by replacing the Secret's files), so rotation needs no restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import ssl
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from yuniplace.webhook import admission
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+Decide = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+class ReloadingContext:
+    """An SSL context rebuilt whenever the certificate or key file changes."""
+
+    def __init__(self, cert_file: str, key_file: str) -> None:
+        self._files = (cert_file, key_file)
+        self._lock = threading.Lock()
+        self._stamp: tuple[float, float] | None = None
+        self._context: ssl.SSLContext | None = None
+        self.current()
+
+    def current(self) -> ssl.SSLContext:
+        stamp = (os.stat(self._files[0]).st_mtime, os.stat(self._files[1]).st_mtime)
+        with self._lock:
+            if stamp != self._stamp or self._context is None:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.minimum_version = ssl.TLSVersion.TLSv1_2
+                context.load_cert_chain(*self._files)
+                if self._context is not None:
+                    log.info("webhook certificate reloaded from %s", self._files[0])
+                self._context, self._stamp = context, stamp
+            return self._context
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], tls: ReloadingContext, routes: Mapping[str, Decide]) -> None:
+        self.tls = tls
+        self.routes = routes
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("webhook connection from %s failed", client_address, exc_info=True)
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, address = super().get_request()
+        # The handshake happens in the handler's thread (do_handshake_on_connect), not here, so a
+        # slow or silent client cannot stall every other admission request.
+        return self.tls.current().wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    timeout = 10
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.do_handshake()
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        decide = self.server.routes.get(self.path.split("?", 1)[0])
+        if decide is None:
+            self._reply(404, {"error": f"no webhook at {self.path}"})
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length <= 0 or length > MAX_BODY_BYTES:
+            self._reply(400, {"error": "an AdmissionReview body is required"})
+            return
+        try:
+            review = json.loads(self.rfile.read(length))
+            answer = decide(review)
+        except (ValueError, AttributeError, TypeError) as error:
+            self._reply(400, {"error": f"malformed AdmissionReview: {error}"})
+            return
+        self._reply(200, answer)
+
+    def _reply(self, code: int, body: Mapping[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        log.debug("webhook %s", format % args)
+
+
+def serve(address: str, cert_file: str, key_file: str, *, rewrite_scheduler_name: bool = False,
+          limits: admission.Limits = admission.Limits()) -> ThreadingHTTPServer:
+    """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one)."""
+    host, _, port = address.rpartition(":")
+    routes: dict[str, Decide] = {
+        "/mutate": lambda review: admission.mutate(review, rewrite_scheduler_name=rewrite_scheduler_name),
+        "/validate": lambda review: admission.validate(review, limits),
+    }
+    server = _Server((host or "0.0.0.0", int(port)), ReloadingContext(cert_file, key_file), routes)
+    threading.Thread(target=server.serve_forever, name="webhook", daemon=True).start()
+    return server
