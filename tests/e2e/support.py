@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -136,10 +137,11 @@ def free_port() -> int:
 class ControllerProcess:
     """`yuniplace controller` as a real process, as it runs in a cluster: started, killed, restarted."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str, name: str = "controller") -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
-        self.log_path = log_dir / "controller.log"
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
         self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -155,6 +157,7 @@ class ControllerProcess:
                  f"--namespace={self.namespace}", f"--http-address=127.0.0.1:{self.port}", *self.extra_args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, "POD_NAME": self.name},
             )
         wait_until(self._ready, 30)
 

@@ -51,7 +51,9 @@ def is_placeholder(pod: Mapping[str, Any]) -> bool:
 
 
 def app_id(pod: Mapping[str, Any]) -> str | None:
-    """The application id, first found of YuniKorn's sources; placeholders carry theirs verbatim."""
+    """The application id, first found of YuniKorn's sources; placeholders carry theirs verbatim.
+    A gang pod naming none belongs to its controlling owner (a Job's pods form one application) or,
+    standing alone, is an application by itself: it must never wait for an id that will not come."""
     if is_placeholder(pod):
         return annotations(pod).get(keys.PLACEHOLDER_APP)
     sources = {"label": labels(pod), "annotation": annotations(pod)}
@@ -59,6 +61,9 @@ def app_id(pod: Mapping[str, Any]) -> str | None:
         value = sources[where].get(key)
         if value:
             return value
+    if carries_task_groups(pod) or keys.TASK_GROUP_NAME in annotations(pod):
+        owner = next((o for o in pod.get("metadata", {}).get("ownerReferences") or [] if o.get("controller")), None)
+        return str(owner["name"]) if owner else pod.get("metadata", {}).get("name") or None
     return None
 
 

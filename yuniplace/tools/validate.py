@@ -155,10 +155,8 @@ def check(subjects: list[Subject], limits: Limits) -> None:
     groups_by_app: dict[str | None, Any] = {}
     for subject in subjects:
         problem = problems_of(subject.pod, limits)
-        if problem and "needs an application id" not in problem:
+        if problem:
             subject.findings.append(("error", problem))
-        elif problem:
-            subject.findings.append(("warning", problem))
         if keys.TASK_GROUPS in p.annotations(subject.pod):
             try:
                 groups_by_app[p.app_id(subject.pod)] = parse_gang(p.annotations(subject.pod), limits)

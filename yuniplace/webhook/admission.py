@@ -81,9 +81,6 @@ def problems_of(pod: Mapping[str, Any], limits: Limits = Limits()) -> str | None
         return str(error)
     if group is not None and (len(group) > 63 or not DNS1123_LABEL.match(group)):
         return f'{keys.TASK_GROUP_NAME}: "{group}" must be a DNS-1123 label (lower-case letters, digits, \'-\'; at most 63)'
-    if p.app_id(pod) is None:
-        return (f"a gang pod needs an application id: set label {keys.APP_ID} (or annotation {keys.APP_ID}, "
-                "label applicationId, or label spark-app-selector)")
     return None
 
 

@@ -1,0 +1,98 @@
+"""Admission decisions on AdmissionReview v1 requests, as the apiserver sends them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from yuniplace.gang import keys
+from yuniplace.webhook.admission import mutate, validate
+
+GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+
+
+def review(pod: dict[str, Any], operation: str = "CREATE", kind: str = "Pod") -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": kind}, "operation": operation, "object": pod},
+    }
+
+
+def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "annotations": annotations or {}, "labels": {"applicationId": "app"} if labels is None else labels},
+        "spec": {"containers": [{"name": "c"}], **spec},
+    }
+
+
+def patch_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    response = answer["response"]
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def test_gang_pod_is_gated() -> None:
+    answer = mutate(review(pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})))
+    assert answer["response"] == {**answer["response"], "uid": "u-1", "allowed": True, "patchType": "JSONPatch"}
+    assert patch_of(answer) == [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}]
+
+
+def test_member_with_other_gates_gets_ours_appended() -> None:
+    answer = mutate(review(pod({keys.TASK_GROUP_NAME: "workers"}, schedulingGates=[{"name": "example.com/other"}])))
+    assert patch_of(answer) == [{"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": keys.GATE}}]
+
+
+def test_already_gated_pod_is_not_patched() -> None:
+    answer = mutate(review(pod({keys.TASK_GROUP_NAME: "workers"}, schedulingGates=[{"name": keys.GATE}])))
+    assert "patch" not in answer["response"] and answer["response"]["allowed"]
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [
+        pod(),  # no gang annotations
+        pod({keys.TASK_GROUPS: GROUPS}, labels={keys.PLACEHOLDER: "true"}),  # our own placeholder
+        pod({keys.TASK_GROUP_NAME: "workers"}, nodeName="node-1"),  # created bound: cannot be gated
+    ],
+)
+def test_pods_it_does_not_concern_are_untouched(subject: dict[str, Any]) -> None:
+    answer = mutate(review(subject))
+    assert answer["response"]["allowed"] and "patch" not in answer["response"]
+    assert validate(review(subject))["response"]["allowed"]
+
+
+def test_updates_and_other_kinds_pass() -> None:
+    gang = pod({keys.TASK_GROUPS: "not json"})
+    assert validate(review(gang, operation="UPDATE"))["response"]["allowed"]
+    assert validate(review(gang, kind="ConfigMap"))["response"]["allowed"]
+
+
+def test_scheduler_name_rewritten_only_when_asked() -> None:
+    subject = pod({keys.TASK_GROUP_NAME: "workers"}, schedulerName="yunikorn")
+    assert all(op["path"] != "/spec/schedulerName" for op in patch_of(mutate(review(subject))))
+    ops = patch_of(mutate(review(subject), rewrite_scheduler_name=True))
+    assert {"op": "replace", "path": "/spec/schedulerName", "value": "default-scheduler"} in ops
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        ({keys.TASK_GROUPS: "[{"}, "is not valid JSON"),
+        ({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "drivers"}, '"drivers" is not a task group of this application'),
+        ({keys.TASK_GROUP_NAME: "Bad_Name"}, '"Bad_Name" must be a DNS-1123 label'),
+        ({keys.TASK_GROUP_NAME: "workers", keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Firm"}, "must be Soft or Hard"),
+    ],
+)
+def test_invalid_gang_annotations_are_denied_with_the_field(annotations: dict[str, str], expected: str) -> None:
+    answer = validate(review(pod(annotations)))["response"]
+    assert answer["allowed"] is False
+    assert answer["status"]["code"] == 400
+    assert answer["status"]["message"].startswith("yuniplace: pod p has invalid gang annotations: ")
+    assert expected in answer["status"]["message"]
+
+
+def test_valid_gang_pod_is_allowed() -> None:
+    assert validate(review(pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})))["response"]["allowed"]
