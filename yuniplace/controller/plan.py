@@ -119,9 +119,13 @@ def _live_placeholders(view: AppView) -> list[Pod]:
 
 
 def _release_everything(plan: Plan, view: AppView, *, failure: tuple[str, str] | None = None) -> None:
-    """Remove every placeholder; ungate every gated member, or fail it with (reason, message)."""
-    plan.delete += _live_placeholders(view)
+    """Remove every placeholder; ungate every gated member, or fail it with (reason, message).
+    A member the plan has already decided about (no group, unknown group) keeps that decision."""
+    plan.delete += [ph for ph in _live_placeholders(view) if ph not in plan.delete]
+    decided = {p.uid(m) for m in plan.ungate} | {p.uid(f.pod) for f in plan.fail}
     for member in _gated_members(view):
+        if p.uid(member) in decided:
+            continue
         if failure is None:
             plan.ungate.append(member)
         else:

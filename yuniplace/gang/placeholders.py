@@ -38,15 +38,13 @@ def label_value(text: str) -> str:
 
 
 def placeholder_name(app_id: str, group: str, index: int) -> str:
-    """`tg-<app>-<group>-<n>`, lower-cased and shortened with a hash when needed to stay a valid
-    63-character name; the hash covers the original app id and group, so two apps never collide."""
-    readable = f"tg-{app_id}-{group}".lower()
+    """`tg-<app>-<group>-<hash>-<n>`: readable, lower-case, at most 63 characters. The hash of the
+    exact app id and group keeps apart what the readable part alone would merge ("a-b"/"c" and
+    "a"/"b-c", "App" and "app"), so two applications never share a placeholder name."""
+    tag = f"-{_digest(app_id + chr(0) + group, 5)}"
     suffix = f"-{index}"
-    cleaned = _INVALID.sub("-", readable).strip("-")
-    if cleaned == readable and len(readable) + len(suffix) <= MAX_NAME:
-        return readable + suffix
-    tag = f"-{_digest(app_id + '/' + group)}"
-    return cleaned[: MAX_NAME - len(tag) - len(suffix)].rstrip("-") + tag + suffix
+    readable = _INVALID.sub("-", f"tg-{app_id}-{group}".lower()).strip("-")
+    return readable[: MAX_NAME - len(tag) - len(suffix)].rstrip("-") + tag + suffix
 
 
 def placeholder_names(app_id: str, group: TaskGroup) -> list[str]:

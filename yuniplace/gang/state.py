@@ -22,11 +22,15 @@ class AppState(enum.Enum):
 
 S = AppState
 TRANSITIONS: dict[AppState, frozenset[AppState]] = {
-    # Pending -> Reserved: placeholders found already placed (another originator began the reservation).
-    S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RESUMING, S.FAILED, S.COMPLETED}),
-    S.RESERVING: frozenset({S.RESERVED, S.RESUMING, S.FAILED, S.COMPLETED}),
-    S.RESERVED: frozenset({S.RUNNING, S.COMPLETED}),
-    S.RUNNING: frozenset({S.COMPLETED}),
+    # Pending -> Reserved or Running: placeholders found already placed (another originator began the
+    # reservation), the originator possibly running already.
+    S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Reserving -> Running: the last placeholder is placed while the originator (not a gang member
+    # itself, so never held) already runs.
+    S.RESERVING: frozenset({S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
+    S.RESERVED: frozenset({S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESUMING: frozenset({S.COMPLETED}),
     # A failed application stays Failed, even once its pods (failed by us) are all terminal.
     S.FAILED: frozenset(),

@@ -23,7 +23,10 @@ INT64_MAX = 2**63 - 1
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # A resource name is an optional DNS subdomain prefix and a name, as Kubernetes qualifies them.
 RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Kubernetes' quantity grammar: a signed decimal number and one suffix (binary, decimal or exponent).
+QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 MAX_SHOWN_VALUE = 60
+MAX_SHOWN_NAME = 40
 MAX_ERRORS_SHOWN = 5
 
 
@@ -126,10 +129,15 @@ def _canonical_keys(raw: Mapping[str, Any], where: str, warnings: list[str]) -> 
     for key, value in raw.items():
         canonical = _KNOWN_KEYS.get(key.lower())
         if canonical is None:
-            warnings.append(f"{where}.{key} is not a task-group field and is ignored")
+            warnings.append(f"{where}.{_shown(key)} is not a task-group field and is ignored")
         else:
             result[canonical] = value
     return result
+
+
+def _shown(name: str) -> str:
+    """A name as it appears inside a field path: cut short, so one problem stays one line."""
+    return name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 1] + "…"
 
 
 def _is_int(value: Any) -> bool:
@@ -158,8 +166,11 @@ def _quantity(value: Any, where: str, problems: list[Problem]) -> Decimal | None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         problems.append(Problem(where, value, "must be a quantity such as \"500m\" or \"2Gi\""))
         return None
+    text = value if isinstance(value, str) else json.dumps(value)
     try:
-        amount = Decimal(parse_quantity(value))
+        if not QUANTITY.match(text):
+            raise ValueError(text)
+        amount = Decimal(parse_quantity(text))
     except (ValueError, ArithmeticError):
         problems.append(Problem(where, value, "is not a valid quantity (examples: \"500m\", \"2\", \"4Gi\", \"1e3\")"))
         return None
@@ -175,7 +186,7 @@ def _min_resource(value: Any, where: str, min_member: int, problems: list[Proble
         return {}
     resources: dict[str, str] = {}
     for name, raw in value.items():
-        entry = f"{where}.{name}"
+        entry = f"{where}.{_shown(name)}"
         if not RESOURCE_NAME.match(name) or len(name) > 253:
             problems.append(Problem(entry, name, "is not a valid resource name"))
             continue
@@ -183,7 +194,7 @@ def _min_resource(value: Any, where: str, min_member: int, problems: list[Proble
         if amount is None:
             continue
         # Kubernetes stores quantities as int64 milli-units; the whole group's total must fit too.
-        if amount * 1000 * max(min_member, 1) > INT64_MAX:
+        if amount.adjusted() > 18 or amount * 1000 * max(min_member, 1) > INT64_MAX:
             problems.append(Problem(entry, raw, f"times minMember {min_member} overflows a 64-bit quantity"))
             continue
         resources[name] = str(raw)
@@ -203,7 +214,7 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
         problems.append(Problem(f"{where}.name", name, "must be a non-empty string"))
     elif len(name) > 63 or not DNS1123_LABEL.match(name):
         problems.append(Problem(f"{where}.name", name, "must be a DNS-1123 label (lower-case letters, digits, '-'; at most 63)"))
-    where = f"task-groups[{name if isinstance(name, str) and name else index}]"
+    where = f"task-groups[{_shown(name) if isinstance(name, str) and name else index}]"
 
     min_member = group.get("minMember")
     if not _is_int(min_member) or not 1 <= min_member <= limits.max_members_per_group:
@@ -216,13 +227,13 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
         min_resource=min_resource,
         node_selector=_string_map(group.get("nodeSelector"), f"{where}.nodeSelector", problems),
         tolerations=_object_list(group.get("tolerations"), f"{where}.tolerations", problems),
-        affinity=group.get("affinity") or {},
+        affinity=affinity if isinstance(affinity := group.get("affinity", {}), dict) else {},
         topology_spread_constraints=_object_list(group.get("topologySpreadConstraints"), f"{where}.topologySpreadConstraints", problems),
         labels=_string_map(group.get("labels"), f"{where}.labels", problems),
         annotations=_string_map(group.get("annotations"), f"{where}.annotations", problems),
     )
-    if not isinstance(result.affinity, dict):
-        problems.append(Problem(f"{where}.affinity", result.affinity, "must be an object (a pod affinity spec)"))
+    if not isinstance(group.get("affinity", {}), (dict, type(None))):
+        problems.append(Problem(f"{where}.affinity", group["affinity"], "must be an object (a pod affinity spec)"))
     return result if len(problems) == before else None
 
 
@@ -240,7 +251,7 @@ def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
     for item in (text or "").split():
         key, sep, value = item.partition("=")
         if key == "placeholderTimeoutInSeconds" and sep:
-            if value.isdigit() and 1 <= int(value) <= limits.max_timeout_s:
+            if re.fullmatch(r"[0-9]{1,9}", value) and 1 <= int(value) <= limits.max_timeout_s:
                 timeout_s = int(value)
             else:
                 problems.append(Problem(f"{where}.placeholderTimeoutInSeconds", value, f"must be a whole number of seconds from 1 to {limits.max_timeout_s}"))
@@ -272,6 +283,8 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
         raise InvalidGang([Problem(keys.TASK_GROUPS, f"{len(text.encode())} bytes", f"is larger than the {limits.max_annotation_bytes}-byte limit")] + problems)
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise InvalidGang([Problem(keys.TASK_GROUPS, text, "is nested too deeply to be task groups")] + problems) from None
     except ValueError as error:
         raise InvalidGang([Problem(keys.TASK_GROUPS, text, f"is not valid JSON ({error})")] + problems) from None
     if not isinstance(raw, list) or not raw:

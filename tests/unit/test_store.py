@@ -1,0 +1,209 @@
+"""The pod store: newest resourceVersion wins, deletions stick, only concerned pods are kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yuniplace.controller.store import PodStore
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+
+A = p.AppKey("ns", "app-a")
+B = p.AppKey("ns", "app-b")
+
+
+def make_pod(
+    uid: str = "u1",
+    rv: str | int | None = 1,
+    *,
+    app: str | None = "app-a",
+    namespace: str = "ns",
+    gated: bool = True,
+    group: str | None = None,
+    placeholder: bool = False,
+    task_groups: bool = False,
+    phase: str = "Pending",
+) -> dict[str, Any]:
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    if placeholder:
+        labels[keys.PLACEHOLDER] = "true"
+        if app is not None:
+            annotations[keys.PLACEHOLDER_APP] = app
+    elif app is not None:
+        labels[keys.APP_ID] = app
+    if group is not None:
+        annotations[keys.TASK_GROUP_NAME] = group
+    if task_groups:
+        annotations[keys.TASK_GROUPS] = "[]"
+    metadata: dict[str, Any] = {"name": f"pod-{uid}", "namespace": namespace, "uid": uid, "labels": labels, "annotations": annotations,
+                                "managedFields": [{"manager": "x"}]}
+    if rv is not None:
+        metadata["resourceVersion"] = str(rv)
+    return {
+        "metadata": metadata,
+        "spec": {"schedulingGates": [{"name": keys.GATE}] if gated else [], "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": phase},
+    }
+
+
+def version(pod: dict[str, Any]) -> str:
+    return str(pod["metadata"]["resourceVersion"])
+
+
+def test_upsert_stores_a_trimmed_copy_by_application() -> None:
+    store = PodStore()
+    assert store.upsert(make_pod()) == A
+    (stored,) = store.app_pods(A)
+    assert stored == p.trim(make_pod())
+    assert "managedFields" not in stored["metadata"]
+    assert store.keys() == [A]
+    assert len(store) == 1
+
+
+def test_newer_resource_version_wins() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=5))
+    assert store.upsert(make_pod(rv=6, phase="Running")) == A
+    (stored,) = store.app_pods(A)
+    assert version(stored) == "6" and p.phase(stored) == "Running"
+
+
+def test_older_resource_version_is_ignored() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=6, phase="Running"))
+    assert store.upsert(make_pod(rv=5)) == A
+    (stored,) = store.app_pods(A)
+    assert version(stored) == "6" and p.phase(stored) == "Running"
+
+
+def test_versions_compare_as_numbers_not_text() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=10))
+    store.upsert(make_pod(rv=9))
+    assert version(store.app_pods(A)[0]) == "10"
+
+
+def test_an_older_event_cannot_move_a_pod_to_another_application() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=6, app="app-a"))
+    store.upsert(make_pod(rv=5, app="app-b"))
+    assert store.keys() == [A]
+
+
+def test_a_deleted_pod_is_not_resurrected_by_a_late_event() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=5))
+    assert store.delete(make_pod(rv=7)) == A
+    assert store.app_pods(A) == []
+    assert store.keys() == []
+    assert store.upsert(make_pod(rv=6)) is None
+    assert store.upsert(make_pod(rv=7)) is None
+    assert store.upsert(make_pod(rv=5)) is None
+    assert len(store) == 0
+
+
+def test_a_deleted_pod_without_version_blocks_versionless_events() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=None))
+    store.delete(make_pod(rv=None))
+    assert store.upsert(make_pod(rv=None)) is None
+    assert len(store) == 0
+
+
+def test_a_new_pod_with_another_uid_is_not_blocked_by_a_deletion() -> None:
+    store = PodStore()
+    store.upsert(make_pod("u1", rv=5))
+    store.delete(make_pod("u1", rv=7))
+    assert store.upsert(make_pod("u2", rv=3)) == A
+    assert [p.uid(pod) for pod in store.app_pods(A)] == ["u2"]
+
+
+def test_delete_of_an_unknown_pod() -> None:
+    store = PodStore()
+    assert store.delete(make_pod()) is None
+    assert store.upsert(make_pod(rv=1)) is None  # and the deletion still sticks
+
+
+def test_unconcerned_pods_are_not_stored() -> None:
+    store = PodStore()
+    assert store.upsert(make_pod(gated=False)) is None  # an app id alone does not concern us
+    assert store.upsert(make_pod("u2", app=None)) is None  # gated but of no application
+    assert len(store) == 0
+    assert store.keys() == []
+
+
+def test_each_kind_of_concerned_pod_is_stored() -> None:
+    store = PodStore()
+    store.upsert(make_pod("gated"))
+    store.upsert(make_pod("member", gated=False, group="exec"))
+    store.upsert(make_pod("originator", gated=False, task_groups=True))
+    store.upsert(make_pod("placeholder", gated=False, placeholder=True))
+    assert sorted(p.uid(pod) for pod in store.app_pods(A)) == ["gated", "member", "originator", "placeholder"]
+    assert [p.uid(pod) for pod in store.placeholders()] == ["placeholder"]
+
+
+def test_a_pod_that_stops_concerning_us_is_dropped_and_its_app_reported() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=1))
+    assert store.upsert(make_pod(rv=2, gated=False)) == A  # ungated by someone else: its app is reconciled
+    assert store.app_pods(A) == []
+    assert store.keys() == []
+    assert store.upsert(make_pod(rv=3, gated=True)) == A  # not a deletion: it may come back
+
+
+def test_a_pod_moving_between_applications() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=1, app="app-a"))
+    store.upsert(make_pod("u2", rv=1, app="app-a"))
+    assert store.upsert(make_pod(rv=2, app="app-b")) == B
+    assert [p.uid(pod) for pod in store.app_pods(A)] == ["u2"]
+    assert [p.uid(pod) for pod in store.app_pods(B)] == ["u1"]
+    assert sorted(store.keys()) == [A, B]
+
+
+def test_namespaces_separate_applications() -> None:
+    store = PodStore()
+    store.upsert(make_pod("u1", namespace="ns"))
+    store.upsert(make_pod("u2", namespace="other"))
+    assert sorted(store.keys()) == [p.AppKey("ns", "app-a"), p.AppKey("other", "app-a")]
+
+
+def test_replace_returns_every_application_before_and_after() -> None:
+    store = PodStore()
+    store.upsert(make_pod("u1", app="app-a"))
+    store.upsert(make_pod("u2", app="app-b"))
+    touched = store.replace([make_pod("u3", app="app-b"), make_pod("u4", app="app-c"), make_pod("u5", app="app-d", gated=False)])
+    assert touched == {A, B, p.AppKey("ns", "app-c")}
+    assert sorted(store.keys()) == [B, p.AppKey("ns", "app-c")]
+    assert [p.uid(pod) for pod in store.app_pods(B)] == ["u3"]
+    assert store.app_pods(A) == []
+    assert all("managedFields" not in pod["metadata"] for pod in store.app_pods(B))
+
+
+def test_replace_is_the_whole_truth_including_deletions() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv=5))
+    store.delete(make_pod(rv=6))
+    assert store.replace([make_pod(rv=8)]) == {A}
+    assert len(store) == 1
+    assert store.replace([]) == {A}
+    assert len(store) == 0
+    assert store.replace([]) == set()
+
+
+def test_non_numeric_resource_version_counts_as_zero() -> None:
+    store = PodStore()
+    store.upsert(make_pod(rv="abc"))
+    assert store.upsert(make_pod(rv=1, phase="Running")) == A
+    assert p.phase(store.app_pods(A)[0]) == "Running"
+    store.upsert(make_pod(rv="xyz"))
+    assert p.phase(store.app_pods(A)[0]) == "Running"
+
+
+def test_the_store_holds_copies_not_the_callers_dicts() -> None:
+    store = PodStore()
+    pod = make_pod()
+    store.upsert(pod)
+    pod["status"]["phase"] = "Running"
+    assert p.phase(store.app_pods(A)[0]) == "Pending"
