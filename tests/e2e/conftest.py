@@ -58,7 +58,7 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
 @pytest.fixture
 def controller(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
     """A yuniplace controller process watching the test's namespace; its log is shown on failure."""
-    process = ControllerProcess(cluster.kubeconfig, namespace, tmp_path)
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
     process.start()
     yield process
     code = process.stop()

@@ -137,15 +137,19 @@ def free_port() -> int:
 class ControllerProcess:
     """`yuniplace controller` as a real process, as it runs in a cluster: started, killed, restarted."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str, name: str = "controller") -> None:
-        self.kubeconfig = kubeconfig
-        self.namespace = namespace
+    def __init__(self, args: Sequence[str], log_dir: Path, *, name: str = "controller") -> None:
+        self.args = list(args)
         self.name = name
         self.log_path = log_dir / f"{name}.log"
-        self.extra_args = extra_args
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.starts = 0
+
+    @classmethod
+    def for_namespace(cls, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str,
+                      name: str = "controller") -> ControllerProcess:
+        """A controller watching one namespace, with the admin's kubeconfig."""
+        return cls([f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", *extra_args], log_dir, name=name)
 
     def start(self) -> None:
         self.port = free_port()
@@ -153,8 +157,7 @@ class ControllerProcess:
         with self.log_path.open("ab") as log:
             log.write(f"--- start {self.starts}\n".encode())
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "yuniplace", "controller", f"--kubeconfig={self.kubeconfig}",
-                 f"--namespace={self.namespace}", f"--http-address=127.0.0.1:{self.port}", *self.extra_args],
+                [sys.executable, "-m", "yuniplace", "controller", f"--http-address=127.0.0.1:{self.port}", *self.args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "POD_NAME": self.name},

@@ -35,7 +35,10 @@ def test_standby_takes_over_a_killed_leader_and_finishes_its_reservation(
 ) -> None:
     election = ("--leader-elect", f"--leader-election-namespace={namespace}", f"--lease-duration={LEASE_DURATION_S}",
                 "--renew-deadline=4", "--retry-period=1")
-    replicas = {name: ControllerProcess(cluster.kubeconfig, namespace, tmp_path, *election, name=name) for name in ("replica-a", "replica-b")}
+    replicas = {
+        name: ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *election, name=name)
+        for name in ("replica-a", "replica-b")
+    }
     try:
         for replica in replicas.values():
             replica.start()  # both become ready (their stores sync); one leads
