@@ -94,6 +94,10 @@ class Executor:
             raise errors[0]  # type: ignore[misc]
 
     def apply(self, plan: Plan) -> None:
+        # Events first: they announce what the writes below do, and kubectl get events -w then
+        # reads in order (a member's PlaceholderSwapped, posted when it binds, comes after).
+        for event in plan.events:
+            self._recorder.record(event.pod, event.reason, event.note, warning=event.warning)
         if plan.annotate and plan.originator is not None:
             # First, so a controller restarted after any later step knows the reservation began.
             self._annotate(plan.originator, plan.annotate)
@@ -109,8 +113,6 @@ class Executor:
         self._each(lambda s: self._ungate(s.member), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
-        for event in plan.events:
-            self._recorder.record(event.pod, event.reason, event.note, warning=event.warning)
 
     def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
         updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})

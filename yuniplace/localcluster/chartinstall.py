@@ -75,7 +75,7 @@ def install(
     workdir: Path,
     values: dict[str, str] | None = None,
 ) -> Installation:
-    """`helm install` with the webhook called at https://127.0.0.1:<port>; then a token for the
+    """`helm upgrade --install` with the webhook called at https://127.0.0.1:<port>; then a token for the
     chart's ServiceAccount and the chart's certificate written under `workdir`."""
     settings = {
         "webhook.url": f"https://127.0.0.1:{webhook_port}",
@@ -83,7 +83,7 @@ def install(
         **(values or {}),
     }
     arguments = [f"{key}={value}" for key, value in settings.items()]
-    helm(cluster, "install", release, str(CHART), "--namespace", namespace, "--wait=false",
+    helm(cluster, "upgrade", "--install", release, str(CHART), "--namespace", namespace,
          *(item for argument in arguments for item in ("--set", argument)))
     objects = _rendered(cluster, release, namespace)
     account = next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount")

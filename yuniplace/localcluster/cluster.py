@@ -54,7 +54,7 @@ def state_root() -> Path:
     return Path(os.environ.get("YUNIPLACE_CLUSTERS_DIR", Path(tempfile.gettempdir()) / "yuniplace-clusters"))
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """Ports free on 127.0.0.1 now, chosen below the kernel's ephemeral range: a port the kernel
     hands out as ephemeral (bind to port 0) can be taken by any outgoing connection before the
     component binds it, which with an apiserver opening many etcd connections happens quickly."""
@@ -186,7 +186,7 @@ class LocalCluster:
 
         for directory in (self.layout.root, self.layout.pki, self.layout.logs):
             directory.mkdir(parents=True, exist_ok=True)
-        ports = comp.Ports(*_free_ports(6))
+        ports = comp.Ports(*free_ports(6))
         self._write_pki()
         state: dict[str, Any] = {
             "name": self.name,
@@ -303,6 +303,25 @@ class LocalCluster:
             raise ClusterError(f"{component.name} exited at once:\n{_tail(log)}")
         state["processes"].append(Process(component.name, child.pid, ticks, str(log)).__dict__)
         self._write_state(state)
+
+    def spawn(self, name: str, argv: list[str], health_url: str, *, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:
+        """Run another process as part of this cluster (a controller under test, say) and wait until
+        `health_url` answers 200: its log goes beside the components' and `down` stops it with them."""
+        state = self._read_state()
+        if state is None:
+            raise ClusterError(f"cluster {self.name!r} is not running")
+        self._launch(comp.Component(name, argv, health_url), state, timeout_s)
+
+    def set_note(self, key: str, value: str) -> None:
+        """Remember a small fact about the cluster (an address, say) in its state file."""
+        state = self._read_state()
+        if state is None:
+            raise ClusterError(f"cluster {self.name!r} is not running")
+        state.setdefault("notes", {})[key] = value
+        self._write_state(state)
+
+    def note(self, key: str) -> str:
+        return str((self._read_state() or {}).get("notes", {}).get(key, ""))
 
     def _launch(self, component: comp.Component, state: dict[str, Any], timeout_s: float) -> None:
         self._spawn(component, state)
