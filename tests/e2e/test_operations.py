@@ -3,6 +3,8 @@ dashboard reads."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +93,14 @@ def test_metrics_follow_a_gang_through_its_life(
     wait_until(lambda: sample('yuniplace_placeholders{state="placed"}') == 2 and sample('yuniplace_placeholders{state="pending"}') == 2, 30)
     assert sample('yuniplace_applications{state="Reserving"}') == 1
     assert sample("yuniplace_placeholders_created_total") == 4
+
+    # `yuniplace status` reads the same from the cluster, not from the controller.
+    status = subprocess.run([sys.executable, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", namespace],
+                            capture_output=True, text=True, timeout=30, check=True).stdout
+    header, row = status.strip().splitlines()
+    assert header.split()[:3] == ["NAMESPACE", "APPLICATION", "STATE"]
+    assert row.split()[:5] == [namespace, "observed", "Reserving", "workers", "2/4"]
+    assert row.split()[-1].endswith("s") and row.split()[-1] != "expired", "time left before the 900s timeout"
 
     pool(1, cpu="2", memory="8Gi")
     for i in range(4):

@@ -1,0 +1,534 @@
+"""The Helm chart (charts/yuniplace): it lints, every object it renders is accepted by the real
+apiserver, the rendered policy is the one documented (least-privilege RBAC, restricted pods, webhooks
+scoped by matchConditions), installs and upgrades keep the webhook certificate, the controller runs
+with exactly the permissions the chart grants, and the webhooks work with the chart's certificate."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    Placement,
+    events_for,
+    free_port,
+    gang_pod,
+    is_running,
+    make_pod,
+)
+from yuniplace.gang import keys
+from yuniplace.kube import ApiError
+from yuniplace.localcluster import wait_until
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "yuniplace"
+Manifest = dict[str, Any]
+
+# The exact API access `yuniplace controller` needs, resource by resource (see templates/rbac.yaml).
+CONTROLLER_RULES = {
+    ("", "pods"): {"get", "list", "watch", "create", "delete", "patch"},
+    ("", "pods/status"): {"patch"},
+    ("", "pods/finalizers"): {"update"},
+    ("events.k8s.io", "events"): {"create"},
+}
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+GANG_CEL_KEYS = ("yunikorn.apache.org/task-groups", "yunikorn.apache.org/task-group-name")
+
+
+# -- helm and kubectl --------------------------------------------------------------------------------
+
+
+def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(cluster.bin_dir / "helm"), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed ({result.returncode}):\n{result.stderr}{result.stdout}")
+    return result
+
+
+def server_version(cluster: Cluster) -> str:
+    return str(json.loads(cluster.kubectl("version", "-o", "json"))["serverVersion"]["gitVersion"])
+
+
+def set_flags(values: dict[str, str]) -> list[str]:
+    return [arg for key, value in values.items() for arg in ("--set", f"{key}={value}")]
+
+
+def render(cluster: Cluster, release: str, namespace: str, values: dict[str, str] | None = None) -> list[Manifest]:
+    """`helm template` for the session's Kubernetes version, parsed."""
+    out = helm(cluster, "template", release, str(CHART), "--namespace", namespace,
+               "--kube-version", server_version(cluster), *set_flags(values or {})).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def objects(manifests: Sequence[Manifest], kind: str) -> list[Manifest]:
+    return [m for m in manifests if m["kind"] == kind]
+
+
+def one(manifests: Sequence[Manifest], kind: str) -> Manifest:
+    found = objects(manifests, kind)
+    assert len(found) == 1, f"expected one {kind}, rendered {[m['metadata']['name'] for m in found]}"
+    return found[0]
+
+
+def dry_run(cluster: Cluster, manifests: Sequence[Manifest], release_namespace: str) -> str:
+    """Server-side dry-run of every object, namespace by namespace (kubectl refuses objects of another
+    namespace than --namespace); cluster-scoped ones go with the release namespace."""
+    by_namespace: dict[str, list[Manifest]] = {}
+    for manifest in manifests:
+        by_namespace.setdefault(manifest["metadata"].get("namespace", release_namespace), []).append(manifest)
+    out = []
+    for namespace, docs in by_namespace.items():
+        result = subprocess.run(
+            [str(cluster.bin_dir / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "--dry-run=server",
+             f"--namespace={namespace}", "-f", "-"],
+            input=yaml.safe_dump_all(docs),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, f"apiserver refused objects for {namespace}:\n{result.stderr}"
+        out.append(result.stdout)
+    return "".join(out)
+
+
+def container_args(manifests: Sequence[Manifest]) -> list[str]:
+    deployment = one(manifests, "Deployment")
+    return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def secret_data(cluster: Cluster, namespace: str, name: str) -> dict[str, bytes]:
+    secret = cluster.client.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+    return {key: base64.b64decode(value) for key, value in secret["data"].items()}
+
+
+def ca_bundles(cluster: Cluster, name: str) -> set[bytes]:
+    bundles = set()
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        config = cluster.client.get(f"/apis/admissionregistration.k8s.io/v1/{kind}/{name}")
+        bundles.update(base64.b64decode(hook["clientConfig"]["caBundle"]) for hook in config["webhooks"])
+    return bundles
+
+
+@pytest.fixture
+def release(cluster: Cluster, namespace: str) -> Iterator[str]:
+    """A release name unique in the cluster; whatever a test installed under it is uninstalled."""
+    name = f"yp-{uuid.uuid4().hex[:6]}"
+    yield name
+    helm(cluster, "uninstall", name, "--namespace", namespace, "--wait", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def other_namespace(cluster: Cluster, namespace: str) -> Iterator[str]:
+    """A second namespace: the watched one, or the one gang pods are created in (the release
+    namespace is excluded from the webhooks)."""
+    name = f"{namespace[:50]}-apps"
+    cluster.local.create_namespace(name)
+    yield name
+    cluster.client.delete(f"/api/v1/namespaces/{name}")
+
+
+# -- lint and render ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"metrics.serviceMonitor.enabled": "true"}, {"webhook.url": "https://127.0.0.1:9443"}],
+    ids=["defaults", "service-monitor", "webhook-url"],
+)
+def test_chart_lints(cluster: Cluster, values: dict[str, str]) -> None:
+    result = helm(cluster, "lint", "--strict", str(CHART), *set_flags(values))
+    assert "0 chart(s) failed" in result.stdout, result.stdout
+
+
+def test_default_objects_are_accepted_by_the_apiserver(cluster: Cluster, namespace: str) -> None:
+    manifests = render(cluster, "yp", namespace)
+    kinds = {m["kind"] for m in manifests}
+    assert kinds >= {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Secret",
+        "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    }, kinds
+    assert "ServiceMonitor" not in kinds  # off by default: the CRD may not exist
+    out = dry_run(cluster, manifests, namespace)
+    assert out.count("(server dry run)") == len(manifests), out
+
+
+def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
+    cluster: Cluster, namespace: str, other_namespace: str
+) -> None:
+    manifests = render(cluster, "yp", namespace, {
+        "watchNamespace": other_namespace,
+        "webhook.url": "https://127.0.0.1:9443",
+        "webhook.tls.extraIPs": "{127.0.0.1}",
+        "webhook.rewriteSchedulerName": "true",
+    })
+    out = dry_run(cluster, manifests, namespace)
+    assert out.count("(server dry run)") == len(manifests), out
+
+    # Pods and events: a Role in the watched namespace instead of a ClusterRole.
+    assert not objects(manifests, "ClusterRole") and not objects(manifests, "ClusterRoleBinding")
+    roles = {m["metadata"]["namespace"]: m for m in objects(manifests, "Role")}
+    assert set(roles) == {namespace, other_namespace}
+    assert rule_verbs(roles[other_namespace]) == CONTROLLER_RULES
+    binding = next(b for b in objects(manifests, "RoleBinding") if b["metadata"]["namespace"] == other_namespace)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "yp-yuniplace", "namespace": namespace}]
+    assert f"--namespace={other_namespace}" in container_args(manifests)
+
+    # The outside webhook: URL client config, no in-cluster serving.
+    for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
+        hook = one(manifests, kind)["webhooks"][0]
+        assert hook["clientConfig"]["url"] == f"https://127.0.0.1:9443{path}"
+        assert "service" not in hook["clientConfig"] and hook["clientConfig"]["caBundle"]
+        assert hook["namespaceSelector"]["matchExpressions"] == [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [other_namespace]}
+        ]
+    mutating = one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]
+    assert "object.spec.schedulerName == 'yunikorn'" in mutating["matchConditions"][0]["expression"]
+    assert not any(a.startswith("--webhook-address") for a in container_args(manifests))
+    assert [s["metadata"]["name"] for s in objects(manifests, "Service")] == ["yp-yuniplace-metrics"]
+    certificate = x509.load_pem_x509_certificate(base64.b64decode(one(manifests, "Secret")["data"]["tls.crt"]))
+    ips = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in ips.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def rule_verbs(role: Manifest) -> dict[tuple[str, str], set[str]]:
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                verbs.setdefault((group, resource), set()).update(rule["verbs"])
+    return verbs
+
+
+def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) -> None:
+    manifests = render(cluster, "yp", namespace)
+
+    # Webhooks: pod CREATE only, gang pods only (CEL), never placeholders, never system namespaces.
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        [hook] = one(manifests, kind)["webhooks"]
+        assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
+        assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
+        assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
+                                  "operations": ["CREATE"], "scope": "Namespaced"}]
+        [condition] = hook["matchConditions"]
+        assert all(key in condition["expression"] for key in GANG_CEL_KEYS), condition
+        assert "schedulerName" not in condition["expression"]
+        assert hook["objectSelector"] == {"matchExpressions": [{"key": keys.PLACEHOLDER, "operator": "DoesNotExist"}]}
+        assert hook["namespaceSelector"]["matchExpressions"] == [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+             "values": ["kube-system", "kube-node-lease", namespace]}
+        ]
+        service = hook["clientConfig"]["service"]
+        assert service == {"name": "yp-yuniplace-webhook", "namespace": namespace, "port": 443,
+                           "path": "/mutate" if kind.startswith("Mutating") else "/validate"}
+        assert base64.b64decode(hook["clientConfig"]["caBundle"]) == base64.b64decode(
+            one(manifests, "Secret")["data"]["ca.crt"]
+        )
+    assert one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]["reinvocationPolicy"] == "Never"
+
+    # The Deployment: 2 replicas spread across nodes, restricted pods, probes on the metrics port.
+    deployment = one(manifests, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
+    pod = deployment["spec"]["template"]
+    spec = pod["spec"]
+    assert spec["automountServiceAccountToken"] is True
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] == 65532
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    [spread] = spec["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert "priorityClassName" not in spec
+    [container] = spec["containers"]
+    assert container["securityContext"].items() >= RESTRICTED_CONTAINER.items()
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http-metrics"}
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http-metrics": 8080, "https-webhook": 9443}
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
+        "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    assert {"name": "webhook-tls", "mountPath": "/tls", "readOnly": True} in container["volumeMounts"]
+    assert "checksum/webhook-tls" in pod["metadata"]["annotations"]
+    assert container["args"] == [
+        "controller", "--workers=4", "--placeholder-image=registry.k8s.io/pause:3.10", "--default-timeout=900",
+        "--default-style=Soft", "--max-members-per-group=1000", "--max-members-per-app=5000",
+        "--http-address=0.0.0.0:8080", "--log-level=INFO", "--log-format=json",
+        "--leader-elect", f"--leader-election-namespace={namespace}", "--leader-election-id=yp-yuniplace",
+        "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
+        "--webhook-address=0.0.0.0:9443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key",
+    ]
+    assert container["image"] == "ghcr.io/yuniplace/yuniplace:0.1.0"
+
+    # RBAC: exactly the controller's verbs, no wildcard anywhere, the Lease in a namespaced Role.
+    assert rule_verbs(one(manifests, "ClusterRole")) == CONTROLLER_RULES
+    for role in objects(manifests, "ClusterRole") + objects(manifests, "Role"):
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
+    lease_role = one(manifests, "Role")
+    assert lease_role["metadata"]["namespace"] == namespace
+    assert sorted((r["verbs"], r.get("resourceNames")) for r in lease_role["rules"]) == [
+        (["create"], None), (["get", "update"], ["yp-yuniplace"])]
+    assert all(r["apiGroups"] == ["coordination.k8s.io"] and r["resources"] == ["leases"] for r in lease_role["rules"])
+    assert one(manifests, "RoleBinding")["metadata"]["namespace"] == namespace
+    assert one(manifests, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+
+    secret = one(manifests, "Secret")
+    assert secret["type"] == "kubernetes.io/tls" and set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    names = dns_names(base64.b64decode(secret["data"]["tls.crt"]))
+    assert names == ["yp-yuniplace-webhook", f"yp-yuniplace-webhook.{namespace}", f"yp-yuniplace-webhook.{namespace}.svc",
+                     f"yp-yuniplace-webhook.{namespace}.svc.cluster.local"]
+
+
+def dns_names(pem: bytes) -> list[str]:
+    certificate = x509.load_pem_x509_certificate(pem)
+    return list(certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+                .get_values_for_type(x509.DNSName))
+
+
+def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: str) -> None:
+    monitored = render(cluster, "yp", namespace, {
+        "metrics.serviceMonitor.enabled": "true", "metrics.serviceMonitor.labels.release": "prometheus",
+        "metrics.serviceMonitor.interval": "15s",
+    })
+    monitor = one(monitored, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"][0] == {"port": "http-metrics", "path": "/metrics", "interval": "15s",
+                                               "scrapeTimeout": "10s"}
+
+    managed = render(cluster, "yp", namespace, {"webhook.tls.certManager.enabled": "true"})
+    assert {m["kind"] for m in managed} >= {"Certificate", "Issuer"} and not objects(managed, "Secret")
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = one(managed, kind)
+        assert config["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": f"{namespace}/yp-yuniplace-webhook"}
+        assert "caBundle" not in config["webhooks"][0]["clientConfig"]
+    assert one(managed, "Certificate")["spec"]["secretName"] == "yp-yuniplace-webhook-tls"
+    assert not any(m["kind"] in ("Certificate", "Issuer") for m in render(cluster, "yp", namespace))
+
+    existing = render(cluster, "yp", namespace, {"webhook.tls.existingSecret": "my-tls", "webhook.tls.caBundle": "Q0E="})
+    assert not objects(existing, "Secret")
+    assert {h["clientConfig"]["caBundle"] for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+            for h in one(existing, k)["webhooks"]} == {"Q0E="}
+    volumes = one(existing, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "webhook-tls", "secret": {"secretName": "my-tls", "items": [
+        {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}} in volumes
+
+    # Without a caBundle, the CA must come from the Secret, which `helm template` cannot read.
+    refused = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--kube-version",
+                   server_version(cluster), "--set", "webhook.tls.existingSecret=my-tls", check=False)
+    assert refused.returncode != 0 and "webhook.tls.caBundle is required" in refused.stderr
+
+    plain = render(cluster, "yp", namespace, {"webhook.enabled": "false", "replicaCount": "1", "memberEvents": "false",
+                                              "priorityClassName": "system-cluster-critical"})
+    assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret", "PodDisruptionBudget"} & {
+        m["kind"] for m in plain}
+    args = container_args(plain)
+    assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
+    assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+
+
+# -- install -----------------------------------------------------------------------------------------
+
+
+def test_install_and_upgrade_keep_the_webhook_certificate(cluster: Cluster, namespace: str, release: str) -> None:
+    helm(cluster, "install", release, str(CHART), "--namespace", namespace, "--wait", "--timeout", "60s")
+    secret_name = f"{release}-yuniplace-webhook-tls"
+    [config] = cluster.client.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+                                  labelSelector=f"app.kubernetes.io/instance={release}")["items"]
+    config_name = config["metadata"]["name"]
+    assert len(config_name) <= 63 and config_name.startswith(f"{release}-yuniplace-")
+    installed = secret_data(cluster, namespace, secret_name)
+    assert ca_bundles(cluster, config_name) == {installed["ca.crt"]}
+    deployment_path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{release}-yuniplace"
+    checksum = cluster.client.get(deployment_path)["spec"]["template"]["metadata"]["annotations"]["checksum/webhook-tls"]
+
+    # The lookup path: the Secret in the cluster is reused, nothing rolls.
+    helm(cluster, "upgrade", release, str(CHART), "--namespace", namespace, "--wait", "--timeout", "60s")
+    assert secret_data(cluster, namespace, secret_name) == installed
+    assert ca_bundles(cluster, config_name) == {installed["ca.crt"]}
+    deployment = cluster.client.get(deployment_path)
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["checksum/webhook-tls"] == checksum
+    assert deployment["metadata"]["generation"] == 1, "an upgrade without changes rolled the replicas"
+
+    # New names need a new certificate: issued, trusted by the webhooks, and the replicas roll to it.
+    helm(cluster, "upgrade", release, str(CHART), "--namespace", namespace, "--wait", "--timeout", "60s",
+         "--set", "webhook.tls.extraDNSNames={yuniplace.example.com}")
+    renewed = secret_data(cluster, namespace, secret_name)
+    assert renewed["tls.crt"] != installed["tls.crt"]
+    assert "yuniplace.example.com" in dns_names(renewed["tls.crt"])
+    assert ca_bundles(cluster, config_name) == {renewed["ca.crt"]}
+    rolled = cluster.client.get(deployment_path)["spec"]["template"]["metadata"]["annotations"]["checksum/webhook-tls"]
+    assert rolled != checksum
+
+    helm(cluster, "uninstall", release, "--namespace", namespace, "--wait")
+    cluster.wait_gone(f"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{config_name}")
+    cluster.wait_gone(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{config_name}")
+
+
+def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig that authenticates as the ServiceAccount, as the in-cluster controller does."""
+    token = cluster.kubectl("create", "token", account, "--namespace", namespace, "--duration", "1h").strip()
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": admin["clusters"],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": admin["clusters"][0]["name"], "user": account}}],
+        "current-context": account,
+    }))
+    return path
+
+
+@pytest.mark.parametrize("scope", ["cluster", "namespace"])
+def test_controller_needs_no_more_than_the_chart_grants(
+    cluster: Cluster, namespace: str, release: str, pool: Callable[..., Placement], tmp_path: Path, scope: str
+) -> None:
+    """The real controller, authenticated as the chart's ServiceAccount (ClusterRole, or Role with
+    watchNamespace), leads through the chart's Lease and runs a gang to the end."""
+    values = {"replicaCount": "0", "webhook.enabled": "false"}
+    if scope == "namespace":
+        values["watchNamespace"] = namespace
+    helm(cluster, "install", release, str(CHART), "--namespace", namespace, *set_flags(values))
+    account = lease = f"{release}-yuniplace"
+    kubeconfig = service_account_kubeconfig(cluster, namespace, account, tmp_path / "kubeconfig")
+    process = ControllerProcess.for_namespace(kubeconfig, namespace, tmp_path, "--leader-elect",
+                                              f"--leader-election-namespace={namespace}",
+                                              f"--leader-election-id={lease}", name="chart-controller")
+    process.start()
+    try:
+        place = pool(2, cpu="4", memory="8Gi")
+        groups = [place.group("driver", 1, cpu="500m", memory="512Mi"),
+                  place.group("executor", 2, cpu="1", memory="1Gi")]
+        members = {"app-driver": ("driver", "500m", "512Mi"), "app-exec-1": ("executor", "1", "1Gi"),
+                   "app-exec-2": ("executor", "1", "1Gi")}
+        for name, (group, cpu, memory) in members.items():
+            pod = gang_pod(name, "chart-app", group, task_groups=groups if group == "driver" else None,
+                           cpu=cpu, memory=memory)
+            cluster.create_pod(namespace, place.pin(pod))
+        for name in members:
+            cluster.wait_pod(namespace, name, is_running)
+        holder = cluster.client.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
+        assert holder["spec"]["holderIdentity"] == "chart-controller"
+        assert events_for(cluster, namespace, "GangReservationComplete"), "no event was posted"
+    except AssertionError as error:
+        raise AssertionError(f"{error}\ncontroller log:\n{process.log()}") from None
+    finally:
+        code = process.stop()
+    log = process.log()
+    assert code == 0, log
+    assert "403" not in log and "forbidden" not in log.lower(), log
+
+
+# -- the webhooks, served with the chart's certificate ------------------------------------------------
+
+
+class WebhookProcess:
+    """`yuniplace webhook` on loopback with the certificate the chart generated: how a developer serves
+    the chart's webhooks from outside the cluster (webhook.url)."""
+
+    def __init__(self, cert: Path, key: Path, port: int, log_path: Path) -> None:
+        self.health_port = free_port()
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "yuniplace", "webhook", f"--webhook-address=127.0.0.1:{port}",
+             f"--tls-cert-file={cert}", f"--tls-key-file={key}", f"--http-address=127.0.0.1:{self.health_port}"],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"webhook exited ({self.process.returncode})")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=1) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._log.close()
+
+
+def refusal(cluster: Cluster, namespace: str, pod: Manifest) -> str:
+    """Why the apiserver refused the pod; once, without the client's retries of server errors."""
+    try:
+        cluster.client.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod, retry=False)
+    except ApiError as error:
+        return str(error)
+    raise AssertionError(f"pod {pod['metadata']['name']} was admitted")
+
+
+def test_webhooks_gate_and_validate_only_gang_pods(
+    cluster: Cluster, namespace: str, other_namespace: str, release: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    helm(cluster, "install", release, str(CHART), "--namespace", namespace, *set_flags({
+        "replicaCount": "0",
+        "webhook.url": f"https://127.0.0.1:{port}",
+        "webhook.tls.extraIPs": "{127.0.0.1}",
+        # Only the test's namespace: other tests' pods never meet this webhook.
+        "webhook.namespaceSelector.matchExpressions[0].key": "kubernetes.io/metadata.name",
+        "webhook.namespaceSelector.matchExpressions[0].operator": "In",
+        "webhook.namespaceSelector.matchExpressions[0].values": f"{{{other_namespace}}}",
+    }))
+    tls = secret_data(cluster, namespace, f"{release}-yuniplace-webhook-tls")
+    (tmp_path / "tls.crt").write_bytes(tls["tls.crt"])
+    (tmp_path / "tls.key").write_bytes(tls["tls.key"])
+    webhook = WebhookProcess(tmp_path / "tls.crt", tmp_path / "tls.key", port, tmp_path / "webhook.log")
+    try:
+        wait_until(webhook.ready, 30)
+        cluster.create_pod(other_namespace, gang_pod("gang-driver", "app", "driver", gated=False, task_groups=[
+            {"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "128Mi"}}]))
+        cluster.create_pod(other_namespace, gang_pod("gang-exec", "app", "driver", gated=False))
+        cluster.create_pod(other_namespace, make_pod("plain"))
+        placeholder = gang_pod("placeholder-like", "app", "driver", gated=False)
+        placeholder["metadata"]["labels"][keys.PLACEHOLDER] = "true"
+        cluster.create_pod(other_namespace, placeholder)
+
+        def gates(name: str) -> list[str]:
+            pod = cluster.get_pod(other_namespace, name)
+            assert pod is not None
+            return [gate["name"] for gate in pod["spec"].get("schedulingGates", [])]
+
+        assert gates("gang-driver") == [keys.GATE] and gates("gang-exec") == [keys.GATE]
+        assert gates("plain") == [] and gates("placeholder-like") == []
+
+        invalid = gang_pod("invalid", "app", "driver", gated=False, task_groups=[{"name": "driver", "minMember": 0}])
+        assert "invalid gang annotations" in refusal(cluster, other_namespace, invalid)
+    finally:
+        webhook.stop()
+
+    # failurePolicy Fail with the webhook down: gang pods wait for it, every other pod is admitted.
+    assert "failed calling webhook" in refusal(cluster, other_namespace, gang_pod("while-down", "app", "driver"))
+    cluster.create_pod(other_namespace, make_pod("plain-while-down"))
