@@ -117,16 +117,21 @@ def _kubernetes_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
+def _helm_ldflags(versions: dict[str, str]) -> str:
+    """Helm's own version, and the Kubernetes version it assumes when no cluster is asked (helm
+    template, helm lint): the pinned one, as helm's release build stamps it, instead of 1.20."""
+    major, minor = versions["kubernetes"].lstrip("v").split(".")[:2]
+    flags = ["-s", "-w", f"-X helm.sh/helm/v3/internal/version.version={versions['helm']}"]
+    for package in ("helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/lint/rules"):
+        flags += [f"-X {package}.k8sVersionMajor={major}", f"-X {package}.k8sVersionMinor={minor}"]
+    return " ".join(flags)
+
+
 def _build_plan(versions: dict[str, str]) -> list[tuple[str, str, list[str]]]:
     """(output name, module subdirectory, go build arguments) for each binary."""
     return [
         ("controlplane", ".", ["-ldflags", _kubernetes_ldflags(versions["kubernetes"]), "."]),
-        (
-            "helm",
-            ".",
-            ["-ldflags", f"-s -w -X helm.sh/helm/v3/internal/version.version={versions['helm']}",
-             "helm.sh/helm/v3/cmd/helm"],
-        ),
+        ("helm", ".", ["-ldflags", _helm_ldflags(versions), "helm.sh/helm/v3/cmd/helm"]),
         ("kwok", "kwok", ["-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok"]),
     ]
 

@@ -1,0 +1,251 @@
+{{/*
+Names, labels and the webhook's TLS material, shared by every template.
+*/}}
+
+{{- define "yuniplace.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of namespaced objects: the release name, with the chart name unless it already contains it.
+*/}}
+{{- define "yuniplace.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of cluster-scoped objects (ClusterRole, webhook configurations): qualified by the release namespace,
+so releases of the same name in different namespaces (one per watched namespace) do not collide.
+*/}}
+{{- define "yuniplace.clusterName" -}}
+{{- $name := printf "%s-%s" (include "yuniplace.fullname" .) .Release.Namespace }}
+{{- if gt (len $name) 63 }}
+{{- /* Shortened with a hash of the whole, so long namespaces sharing a prefix stay apart. */}}
+{{- printf "%s-%s" ($name | trunc 54 | trimSuffix "-") ($name | sha256sum | trunc 8) }}
+{{- else }}
+{{- $name }}
+{{- end }}
+{{- end }}
+
+{{- define "yuniplace.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "yuniplace.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "yuniplace.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "yuniplace.labels" -}}
+helm.sh/chart: {{ include "yuniplace.chart" . }}
+{{ include "yuniplace.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: yuniplace
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "yuniplace.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "yuniplace.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "yuniplace.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "yuniplace.leaseName" -}}
+{{- default (include "yuniplace.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}
+
+{{- define "yuniplace.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "yuniplace.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "yuniplace.tlsSecretName" -}}
+{{- default (printf "%s-webhook-tls" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-") .Values.webhook.tls.existingSecret }}
+{{- end }}
+
+{{/*
+"true" when the replicas serve the webhook themselves: it is enabled and not pointed at an outside URL.
+*/}}
+{{- define "yuniplace.webhookInCluster" -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.url) }}true{{ end }}
+{{- end }}
+
+{{/*
+How the webhook's certificate is provided: "existing" (webhook.tls.existingSecret), "certManager", or
+"generated" by this chart.
+*/}}
+{{- define "yuniplace.tlsMode" -}}
+{{- if and .Values.webhook.tls.existingSecret .Values.webhook.tls.certManager.enabled }}
+{{- fail "set either webhook.tls.existingSecret or webhook.tls.certManager.enabled, not both" }}
+{{- else if .Values.webhook.tls.existingSecret }}existing
+{{- else if .Values.webhook.tls.certManager.enabled }}certManager
+{{- else }}generated
+{{- end }}
+{{- end }}
+
+{{/*
+DNS names the serving certificate must carry: the webhook Service's, plus webhook.tls.extraDNSNames.
+*/}}
+{{- define "yuniplace.tlsDNSNames" -}}
+{{- $svc := include "yuniplace.webhookServiceName" . }}
+{{- $ns := .Release.Namespace }}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) }}
+{{- concat $names .Values.webhook.tls.extraDNSNames | uniq | toJson }}
+{{- end }}
+
+{{/*
+The generated CA and serving certificate, as YAML {caCert, cert, key, notAfter, subjects}.
+
+genCA is random, yet the Secret, the webhooks' caBundle and the Deployment's checksum must agree: the
+result is computed once per render and kept in .Values (shared by every template of the chart). On
+`helm upgrade` the Secret already in the cluster is reused (lookup), so the certificate stays stable,
+unless its names or validityDays changed or less than a third of its validity is left. `helm template`
+cannot look the Secret up and always generates a fresh pair.
+*/}}
+{{- define "yuniplace.generatedTLS" -}}
+{{- if not (hasKey .Values "yuniplaceGeneratedTLS") }}
+{{- $days := int .Values.webhook.tls.validityDays }}
+{{- $dnsNames := include "yuniplace.tlsDNSNames" . | fromJsonArray }}
+{{- $ips := .Values.webhook.tls.extraIPs | default list }}
+{{- $subjects := dict "dnsNames" $dnsNames "ips" $ips "days" $days | toJson | sha256sum }}
+{{- $renewAfter := add (now).Unix (div (mul $days 86400) 3) }}
+{{- $tls := dict }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "yuniplace.tlsSecretName" .) }}
+{{- if and $existing $existing.data $existing.metadata.annotations }}
+{{- $data := $existing.data }}
+{{- $notes := $existing.metadata.annotations }}
+{{- $notAfter := toDate "2006-01-02T15:04:05Z07:00" (index $notes "yuniplace.io/tls-not-after" | default "") }}
+{{- if and (index $data "tls.crt") (index $data "tls.key") (index $data "ca.crt")
+           (eq (index $notes "yuniplace.io/tls-subjects" | default "") $subjects)
+           (gt $notAfter.Unix $renewAfter) }}
+{{- $tls = dict "caCert" (index $data "ca.crt" | b64dec) "cert" (index $data "tls.crt" | b64dec) "key" (index $data "tls.key" | b64dec) "notAfter" (index $notes "yuniplace.io/tls-not-after") }}
+{{- end }}
+{{- end }}
+{{- if not $tls }}
+{{- $ca := genCA (printf "%s-webhook-ca" (include "yuniplace.fullname" .)) $days }}
+{{- $cert := genSignedCert (include "yuniplace.webhookServiceName" .) $ips $dnsNames $days $ca }}
+{{- $notAfter := dateInZone "2006-01-02T15:04:05Z07:00" (now | dateModify (printf "+%dh" (mul $days 24))) "UTC" }}
+{{- $tls = dict "caCert" $ca.Cert "cert" $cert.Cert "key" $cert.Key "notAfter" $notAfter }}
+{{- end }}
+{{- $_ := set $tls "subjects" $subjects }}
+{{- $_ := set .Values "yuniplaceGeneratedTLS" $tls }}
+{{- end }}
+{{- index .Values "yuniplaceGeneratedTLS" | toYaml }}
+{{- end }}
+
+{{/*
+The webhooks' caBundle (base64 PEM), or nothing when cert-manager injects it.
+*/}}
+{{- define "yuniplace.caBundle" -}}
+{{- $mode := include "yuniplace.tlsMode" . }}
+{{- if eq $mode "generated" }}
+{{- (include "yuniplace.generatedTLS" . | fromYaml).caCert | b64enc }}
+{{- else if eq $mode "existing" }}
+{{- if .Values.webhook.tls.caBundle }}
+{{- .Values.webhook.tls.caBundle }}
+{{- else }}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace .Values.webhook.tls.existingSecret }}
+{{- $ca := "" }}
+{{- if and $secret $secret.data }}{{ $ca = index $secret.data "ca.crt" | default "" }}{{ end }}
+{{- required (printf "webhook.tls.caBundle is required: Secret %s/%s has no ca.crt (or could not be read, as with helm template)" .Release.Namespace .Values.webhook.tls.existingSecret) $ca }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Match conditions (CEL): the apiserver calls the webhooks only for pods carrying gang annotations, so
+with failurePolicy Fail a webhook that is down never blocks any other pod.
+*/}}
+{{- define "yuniplace.gangPodCEL" -}}
+has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations)
+{{- end }}
+
+{{/*
+Pods never sent to the webhooks: placeholders (they carry task-group labels, not annotations, but are
+excluded outright) and namespaces outside the watched scope.
+*/}}
+{{- define "yuniplace.webhookSelectors" -}}
+namespaceSelector:
+  {{- with .Values.webhook.namespaceSelector.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  matchExpressions:
+    {{- if .Values.watchNamespace }}
+    - key: kubernetes.io/metadata.name
+      operator: In
+      values:
+        - {{ .Values.watchNamespace | quote }}
+    {{- else }}
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        {{- range concat .Values.webhook.excludedNamespaces (list .Release.Namespace) | uniq }}
+        - {{ . | quote }}
+        {{- end }}
+    {{- end }}
+    {{- with .Values.webhook.namespaceSelector.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+objectSelector:
+  matchExpressions:
+    - key: yuniplace.io/placeholder
+      operator: DoesNotExist
+{{- end }}
+
+{{/*
+clientConfig of a webhook; call with (list $ "/mutate").
+*/}}
+{{- define "yuniplace.webhookClientConfig" -}}
+{{- $ := index . 0 }}
+{{- $path := index . 1 -}}
+clientConfig:
+  {{- if $.Values.webhook.url }}
+  {{- if not (hasPrefix "https://" $.Values.webhook.url) }}
+  {{- fail "webhook.url must start with https:// (the apiserver only calls webhooks over TLS)" }}
+  {{- end }}
+  url: {{ printf "%s%s" (trimSuffix "/" $.Values.webhook.url) $path | quote }}
+  {{- else }}
+  service:
+    name: {{ include "yuniplace.webhookServiceName" $ }}
+    namespace: {{ $.Release.Namespace }}
+    path: {{ $path }}
+    port: {{ $.Values.webhook.service.port }}
+  {{- end }}
+  {{- with include "yuniplace.caBundle" $ }}
+  caBundle: {{ . }}
+  {{- end }}
+{{- end }}
+
+{{/*
+Annotations of the webhook configurations: cert-manager's CA injection when it issues the certificate.
+*/}}
+{{- define "yuniplace.webhookAnnotations" -}}
+{{- if eq (include "yuniplace.tlsMode" .) "certManager" -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "yuniplace.webhookServiceName" .) }}
+{{- end }}
+{{- end }}
