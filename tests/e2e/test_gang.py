@@ -31,13 +31,16 @@ DRIVER = {"cpu": "1", "memory": "2432Mi"}
 EXECUTOR = {"cpu": "2", "memory": "4505Mi"}
 
 
-def landed_rate(cluster: Cluster, namespace: str, names: list[str]) -> float:
-    """Share of the named pods bound to the node they were nominated to (their placeholder's node)."""
+def landed_rate(cluster: Cluster, namespace: str, recorder: NamespaceRecorder, names: list[str]) -> float:
+    """Share of the named pods bound to the node of the placeholder whose place they took (the pod
+    names it in yuniplace.io/swap-placeholder; the recorder saw where that placeholder was)."""
     landed = 0
     for name in names:
         pod = cluster.get_pod(namespace, name)
         assert pod is not None and is_bound(pod), f"{name} is not bound"
-        landed += pod["spec"]["nodeName"] == pod["status"].get("nominatedNodeName")
+        taken = (pod["metadata"].get("annotations") or {}).get(keys.SWAP_PLACEHOLDER)
+        assert taken is not None, f"{name} did not take a placeholder's place"
+        landed += pod["spec"]["nodeName"] == recorder.placeholder_nodes[taken][1]
     return landed / len(names)
 
 
@@ -83,7 +86,7 @@ def test_spark_application_gang(
     for name in executors:
         pod = cluster.get_pod(namespace, name)
         assert pod is not None and pod["spec"]["nodeName"] in recorder.group_nodes("spark-executor"), name
-    rate = landed_rate(cluster, namespace, ["spark-pi-driver", *executors])
+    rate = landed_rate(cluster, namespace, recorder, ["spark-pi-driver", *executors])
     record_property("landed_rate", rate)
     print(f"\nspark application: landed-rate {rate:.0%} (9 members on their own placeholder's node)")
     assert rate == 1.0
@@ -94,14 +97,17 @@ def test_spark_application_gang(
     wait_until(lambda: app_state(cluster, namespace, "spark-pi-driver") == "Completed", 30)
     assert not placeholders(cluster, namespace)
 
-    samples = controller.metrics()
-    writes = sum(v for k, v in samples.items() if k.startswith("yuniplace_api_requests_total")
-                 and any(f'verb="{verb}"' in k for verb in ("post", "patch", "delete")))
-    events = sum(v for k, v in samples.items() if k.startswith("yuniplace_events_total"))
-    record_property("pod_writes_per_member", (writes - events) / 9)
-    print(f"API writes: {writes:.0f} ({events:.0f} events) for 9 members: "
-          f"{(writes - events) / 9:.2f} pod writes per member, {writes / 9:.2f} with events")
+    def writes(resource: str) -> float:
+        return sum(value for key, value in controller.metrics().items()
+                   if key.startswith("yuniplace_api_requests_total{") and f'resource="{resource}"' in key
+                   and any(f'verb="{verb}"' in key for verb in ("post", "patch", "delete")))
 
+    # Every member's PlaceholderSwapped event is posted (asynchronously) before counting.
+    wait_until(lambda: controller.metrics().get('yuniplace_events_total{reason="PlaceholderSwapped",type="Normal"}') == 9, 30)
+    pod_writes = writes("pods") + writes("pods/status")
+    record_property("pod_writes_per_member", round(pod_writes / 9, 2))
+    print(f"API writes for 9 members: {pod_writes:.0f} on pods ({pod_writes / 9:.2f} per member), "
+          f"{writes('events'):.0f} events ({writes('events') / 9:.2f} per member)")
 
 YUNIKORN_BATCH_JOB = """
 apiVersion: batch/v1
@@ -239,8 +245,8 @@ def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
         cluster.create_pod(namespace, place.pin(gang_pod(name, "extra", "workers", task_groups=groups if i == 0 else None, cpu="1", memory="1Gi")))
     for name in names:
         cluster.wait_pod(namespace, name, is_running)
-    nominated = [n for n in names if recorder.latest[n]["status"].get("nominatedNodeName")]
-    assert len(nominated) == 2, "exactly minMember members take a placeholder's place"
+    swapped = [n for n in names if keys.SWAP_PLACEHOLDER in (recorder.latest[n]["metadata"].get("annotations") or {})]
+    assert len(swapped) == 2, "exactly minMember members take a placeholder's place"
     assert len(recorder.placeholder_uids) == 2
     wait_no_placeholders(cluster, namespace)
 
@@ -298,20 +304,23 @@ def test_controller_killed_while_reserving_and_while_swapping_recovers(
     controller.start()
     cluster.wait_pod(namespace, "driver", is_running)
 
-    # Killed mid-swap: the moment the first executor is nominated, with 39 more to go.
+    # Killed mid-swap: the moment the first executor takes a placeholder's place, with 39 more to go.
     executors = [f"exec-{i}" for i in range(40)]
     kill_once: list[bool] = []
 
-    def kill_at_first_nomination(pod: dict) -> None:
-        if pod["metadata"]["name"].startswith("exec-") and pod["status"].get("nominatedNodeName") and not kill_once:
+    def claimed(pod: dict) -> bool:
+        return keys.SWAP_PLACEHOLDER in (pod["metadata"].get("annotations") or {})
+
+    def kill_at_first_swap(pod: dict) -> None:
+        if pod["metadata"]["name"].startswith("exec-") and claimed(pod) and not kill_once:
             kill_once.append(True)
             controller.kill()
 
-    recorder.callbacks.append(kill_at_first_nomination)
+    recorder.callbacks.append(kill_at_first_swap)
     for name in executors:
         cluster.create_pod(namespace, place.pin(gang_pod(name, "restart", "executors", cpu="250m", memory="256Mi")))
     wait_until(lambda: kill_once, 30)
-    in_flight = sum(1 for n in executors if n in recorder.latest and recorder.latest[n]["status"].get("nominatedNodeName"))
+    in_flight = sum(1 for n in executors if n in recorder.latest and claimed(recorder.latest[n]))
     controller.start()
     for name in executors:
         cluster.wait_pod(namespace, name, is_running)
@@ -321,9 +330,9 @@ def test_controller_killed_while_reserving_and_while_swapping_recovers(
     assert not duplicates, f"placeholders created twice: {duplicates}"
     executor_nodes = recorder.group_nodes("executors")
     assert all(recorder.latest[n]["spec"]["nodeName"] in executor_nodes for n in executors)
-    rate = landed_rate(cluster, namespace, ["driver", *executors])
+    rate = landed_rate(cluster, namespace, recorder, ["driver", *executors])
     record_property("landed_rate", rate)
-    print(f"\nrestarts: {in_flight} executors nominated when killed; landed-rate {rate:.0%}")
+    print(f"\nrestarts: {in_flight} executors swapped when killed; landed-rate {rate:.0%}")
     wait_no_placeholders(cluster, namespace)
     finish(cluster, namespace, "driver")
     wait_until(lambda: app_state(cluster, namespace, "driver") == "Completed", 30)
@@ -349,7 +358,7 @@ def test_contention_every_member_ends_bound(
             cluster.create_pod(namespace, place.pin(gang_pod(executors[i // 5], "contended", "executors", cpu="1", memory="1Gi")))
     for name in executors:
         cluster.wait_pod(namespace, name, is_bound)
-    rate = landed_rate(cluster, namespace, executors)
+    rate = landed_rate(cluster, namespace, recorder, executors)
     record_property("landed_rate", rate)
 
     def flood_bound() -> int:

@@ -1,4 +1,4 @@
-"""`scripts/bench`: measure on fresh local clusters and write JSON + Markdown results."""
+"""`scripts/bench`: measure on fresh local clusters and write JSON, Markdown and a chart."""
 
 from __future__ import annotations
 
@@ -6,33 +6,119 @@ import argparse
 import datetime
 import os
 import platform
+import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from yuniplace.bench import controlplane, report
+from yuniplace.bench import controlplane, report, scenarios
+from yuniplace.bench.subjects import ControllerUnderTest
+from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import BuildError, module_dir, pinned_versions
 from yuniplace.localcluster.cluster import ClusterError
+
+SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    nodes: int
+    gang_sizes: tuple[int, ...]
+    repeats: int
+    apps: int
+    app_members: int
+    arrival_rate: float
+    contention_nodes: int
+    contention_gangs: int
+    contention_members: int
+    contention_flood: int
+    managed_apps: int
+    managed_members: int
+
+
+FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100)
+QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20)
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="scripts/bench",
-        description="Benchmarks on fresh local clusters, each figure beside a baseline measured in the same run.",
+        description="Benchmarks on fresh local clusters: gang start latency, throughput, contention and cost of "
+        "yuniplace, each beside plain kube-scheduler binding the same pods in the same run.",
     )
-    root.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes at most")
-    root.add_argument("--nodes", type=int, help="kwok nodes for the control-plane baseline (default 1000, quick 50)")
-    root.add_argument("--pods", type=int, help="plain pods for the control-plane baseline (default 1000, quick 100)")
+    root.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes")
+    root.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)")
     root.add_argument("--cold-build", action="store_true",
                       help="also time a build with empty Go caches (downloads and compiles everything: minutes)")
     root.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
     return root
 
 
+def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    log_dir = out_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+
+    def progress(text: str) -> None:
+        print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+    if "control-plane" in chosen:
+        progress(f"control plane: {sizes.nodes} nodes, {sizes.nodes} plain pods")
+        results.append(controlplane.run(nodes=sizes.nodes, pods=sizes.nodes, cold_build=cold_build))
+
+    binaries = ensure_built(quiet=True)
+    if {"gang-size", "arrivals", "cost"} & set(chosen):
+        cluster = LocalCluster("bench")
+        cluster.up([NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)], binaries=binaries,
+                   timeout_s=max(90.0, sizes.nodes * 0.3))
+        try:
+            with ControllerUnderTest(cluster, log_dir / "controller.log", ["--workers=8"]) as controller:
+                gang_rows: list[dict[str, Any]] = []
+                if "gang-size" in chosen or "cost" in chosen:
+                    progress(f"1. gang sizes {sizes.gang_sizes} on {sizes.nodes} nodes, {sizes.repeats} repeat(s)")
+                    gang_rows = scenarios.gang_sizes(cluster, controller, sizes.gang_sizes, sizes.repeats)
+                    results.append({"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows})
+                if "arrivals" in chosen:
+                    progress(f"2. {sizes.apps} applications of {sizes.app_members} at {sizes.arrival_rate}/s")
+                    results.append({"scenario": "arrivals", **scenarios.steady_arrivals(
+                        cluster, sizes.apps, sizes.app_members, sizes.arrival_rate)})
+                if "cost" in chosen:
+                    progress(f"4. memory while managing {sizes.managed_apps * sizes.managed_members} gang pods")
+                    managed = scenarios.managed_memory(cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members)
+                    largest = gang_rows[-1]
+                    results.append({
+                        "scenario": "cost",
+                        "largest_gang": largest["members"],
+                        "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
+                        "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
+                        "pod_writes_per_member": round(statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2),
+                        "event_writes_per_member": round(statistics.median(r["event_writes_per_member"] for r in gang_rows), 2),
+                        "managed": managed,
+                    })
+        finally:
+            cluster.down(quiet=True)
+
+    if "contention" in chosen:
+        cluster = LocalCluster("bench-contention")
+        cluster.up([NodePool(count=sizes.contention_nodes, cpu="4", memory="16Gi", pods=110)], binaries=binaries)
+        try:
+            with ControllerUnderTest(cluster, log_dir / "controller-contention.log"):
+                progress(f"3. contention: {sizes.contention_gangs} gangs of {sizes.contention_members}, "
+                         f"{sizes.contention_flood} flood pods, {sizes.contention_nodes} nodes of 4 CPU")
+                outcome = scenarios.contention(cluster, gangs=sizes.contention_gangs, members=sizes.contention_members,
+                                               flood=sizes.contention_flood)
+                results.append({"scenario": "contention", "nodes": sizes.contention_nodes, **outcome})
+        finally:
+            cluster.down(quiet=True)
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    nodes = args.nodes or (50 if args.quick else 1000)
-    pods = args.pods or (100 if args.quick else 1000)
+    sizes = QUICK if args.quick else FULL
+    chosen = args.scenario or list(SCENARIOS)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("bench-results") / stamp
     environment = {
@@ -40,12 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "quick": args.quick,
         "versions": pinned_versions(module_dir()),
     }
     try:
-        print(f"control-plane baseline: {nodes} nodes, {pods} pods", file=sys.stderr, flush=True)
-        results = [controlplane.run(nodes=nodes, pods=pods, cold_build=args.cold_build)]
-    except (BuildError, ClusterError, TimeoutError) as error:
+        results = run_all(sizes, chosen, args.cold_build, out_dir)
+    except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)
         return 1
     markdown = report.write(out_dir, results, environment)

@@ -1,10 +1,16 @@
-"""Writes a run's results as JSON (for machines) and a Markdown table (for people)."""
+"""Writes a run's results as JSON (for machines), a Markdown table per scenario (for people) and a
+chart of gang start latency against gang size."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -20,12 +26,8 @@ CONTROL_PLANE_ROWS = [
 
 
 def control_plane_table(result: dict[str, Any]) -> str:
-    lines = [
-        f"### Control plane: {result['nodes']} kwok nodes, {result['pods']} plain pods",
-        "",
-        "| Measure | Value |",
-        "| --- | ---: |",
-    ]
+    lines = [f"### Control plane: {result['nodes']} kwok nodes, {result['pods']} plain pods", "",
+             "| Measure | Value |", "| --- | ---: |"]
     lines += [f"| {label} | {result[key]} |" for key, label in CONTROL_PLANE_ROWS if key in result]
     per_component = ", ".join(f"{name} {mib}" for name, mib in result.get("peak_rss_mib", {}).items())
     if per_component:
@@ -33,10 +35,103 @@ def control_plane_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def gang_size_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"### 1. One gang of M members on {result['nodes']} kwok nodes (median of {result['repeats']})",
+        "",
+        "| M | plain kube-scheduler, s | yuniplace, s | ratio | pod writes / member | event writes / member | controller CPU, s |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in result["rows"]:
+        lines.append(f"| {row['members']} | {row['baseline_s']} | {row['yuniplace_s']} | {row['ratio']} | "
+                     f"{row['pod_writes_per_member']} | {row['event_writes_per_member']} | {row['controller_cpu_s']} |")
+    lines += ["", "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated."]
+    return "\n".join(lines) + "\n"
+
+
+def arrivals_table(result: dict[str, Any]) -> str:
+    base, gang = result["baseline"], result["yuniplace"]
+
+    def ratio(key: str) -> str:
+        return f"{gang[key] / base[key]:.2f}" if base[key] else "-"
+
+    lines = [
+        f"### 2. {result['apps']} applications of {result['members']} arriving at {result['rate_per_s']}/s",
+        "",
+        "| | p50 start, s | p95 start, s | p99 start, s | pods bound / s |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        f"| plain kube-scheduler | {base['p50_s']} | {base['p95_s']} | {base['p99_s']} | {base['pods_per_s']} |",
+        f"| yuniplace | {gang['p50_s']} | {gang['p95_s']} | {gang['p99_s']} | {gang['pods_per_s']} |",
+        f"| ratio | {ratio('p50_s')} | {ratio('p95_s')} | {ratio('p99_s')} | {ratio('pods_per_s')} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def contention_table(result: dict[str, Any]) -> str:
+    rate = "-" if result["landed_rate"] is None else f"{result['landed_rate']:.1%}"
+    lines = [
+        f"### 3. Contention: {result['gangs']} gangs of {result['members']} swapping in while {result['flood_pods']} "
+        f"ordinary pods flood the same {result['nodes']} nodes",
+        "",
+        "| members swapped | landed on their reserved node | landed-rate | stuck pods |",
+        "| ---: | ---: | ---: | ---: |",
+        f"| {result['swapped']} | {result['landed']} | {rate} | {result['stuck']} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cost_table(result: dict[str, Any]) -> str:
+    lines = [
+        "### 4. Cost",
+        "",
+        "| Measure | Value |",
+        "| --- | ---: |",
+        f"| Controller CPU per 1 000 gang pods, s | {result['cpu_s_per_1000']} |",
+        f"| Controller peak RSS during a {result['largest_gang']}-member gang, MiB | {result['peak_rss_mib_largest_gang']} |",
+        f"| API writes per gang member: pods (+ events) | {result['pod_writes_per_member']} (+ {result['event_writes_per_member']}) |",
+        f"| Controller peak RSS managing {result['managed']['managed_pods']} gang pods (+ their placeholders), MiB | "
+        f"{result['managed']['peak_rss_mib']} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chart(result: dict[str, Any], path: Path) -> None:
+    rows = result["rows"]
+    sizes = [row["members"] for row in rows]
+    figure, axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    axes.plot(sizes, [row["baseline_s"] for row in rows], marker="o", label="plain kube-scheduler (no gang)")
+    axes.plot(sizes, [row["yuniplace_s"] for row in rows], marker="s", label="yuniplace gang")
+    if all("yunikorn_s" in row for row in rows):
+        axes.plot(sizes, [row["yunikorn_s"] for row in rows], marker="^", label="YuniKorn gang")
+    axes.set_xscale("log")
+    axes.set_xlabel("gang size M (pods)")
+    axes.set_ylabel("first pod created → all M bound (s)")
+    axes.set_title(f"Gang start latency, {result['nodes']} kwok nodes")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+TABLES = {
+    "control-plane": control_plane_table,
+    "gang-size": gang_size_table,
+    "arrivals": arrivals_table,
+    "contention": contention_table,
+    "cost": cost_table,
+}
+
+
 def write(out_dir: Path, results: list[dict[str, Any]], environment: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps({"environment": environment, "results": results}, indent=2))
-    sections = [control_plane_table(r) for r in results if r["scenario"] == "control-plane"]
+    sections = [f"Measured {environment['time']} on {environment['cpus']} CPUs; Kubernetes {environment['versions']['kubernetes']}.\n"]
+    sections += [TABLES[r["scenario"]](r) for r in results]
+    for result in results:
+        if result["scenario"] == "gang-size":
+            chart(result, out_dir / "gang-latency.png")
+            sections.append("![gang start latency](gang-latency.png)\n")
     markdown = out_dir / "results.md"
     markdown.write_text("\n".join(sections))
     return markdown

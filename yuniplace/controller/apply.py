@@ -25,11 +25,35 @@ from yuniplace.kube import JSON_PATCH, AlreadyExists, Conflict, Invalid, KubeCli
 log = logging.getLogger(__name__)
 
 Pod = p.Pod
-WRITE_CONCURRENCY = 16
+WRITE_CONCURRENCY = 48
 
 
 def _pod_path(pod: Pod) -> str:
     return f"/api/v1/namespaces/{p.namespace(pod)}/pods/{p.name(pod)}"
+
+
+PREFERENCE_WEIGHT = 100
+
+
+def _claim_ops(pod: Pod, placeholder: str) -> list[dict[str, Any]]:
+    if p.annotations(pod):
+        return [{"op": "add", "path": "/metadata/annotations/" + keys.SWAP_PLACEHOLDER.replace("/", "~1"), "value": placeholder}]
+    return [{"op": "add", "path": "/metadata/annotations", "value": {keys.SWAP_PLACEHOLDER: placeholder}}]
+
+
+def _prefer_node_ops(pod: Pod, node: str) -> list[dict[str, Any]]:
+    """JSON-patch operations adding a preferred node-affinity term for `node` to whatever affinity
+    the pod already has (its own terms are kept)."""
+    term = {"weight": PREFERENCE_WEIGHT, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}}
+    affinity = pod.get("spec", {}).get("affinity")
+    if not affinity:
+        return [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}}]
+    node_affinity = affinity.get("nodeAffinity")
+    if not node_affinity:
+        return [{"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}]
+    if not node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
+        return [{"op": "add", "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution", "value": [term]}]
+    return [{"op": "add", "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/-", "value": term}]
 
 
 class SwapTracker:
@@ -75,8 +99,10 @@ class Executor:
         tracker: SwapTracker,
         *,
         concurrency: int = WRITE_CONCURRENCY,
+        contended: Callable[[p.AppKey], bool] = lambda _key: True,
     ) -> None:
         self._client = client
+        self._contended = contended
         self._store = store
         self._recorder = recorder
         self._metrics = metrics
@@ -106,11 +132,18 @@ class Executor:
         # A batch of swaps goes step by step: every nomination, then every placeholder deleted, then
         # every member released. No member is released while a placeholder of its batch still holds
         # room it is nominated to, which would make the two count twice on the same node.
+        # Nominations guard the freed room against pods waiting to be scheduled; when none waits
+        # (the controller sees every pod), nothing can take it, and the swap saves that write.
+        nominate = self._contended(plan.key)
         for swap in plan.swaps:
             self._tracker.started(swap)
-        self._each(self._nominate, plan.swaps)
+        if nominate:
+            self._each(self._nominate, plan.swaps)
         self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
-        self._each(lambda s: self._ungate(s.member), plan.swaps)
+        if nominate:
+            self._each(lambda s: self._ungate(s.member), plan.swaps)
+        else:
+            self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
 
@@ -153,16 +186,24 @@ class Executor:
         }
         self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one))
 
-    def _ungate(self, pod: Pod) -> None:
+    def _ungate(self, pod: Pod, claim: Pod | None = None, prefer: str | None = None) -> None:
+        """Remove yuniplace's scheduling gate (and only it). An unnominated swap's member also gets, in
+        the same write, the placeholder it takes the place of (as a nomination records it) and a
+        preference for its node: while a pod is gated its node affinity may still be extended, and
+        kube-scheduler's NodeAffinity score then steers it to the room just freed for it."""
         for _ in range(3):
             gates = pod.get("spec", {}).get("schedulingGates") or []
             index = next((i for i, g in enumerate(gates) if g.get("name") == keys.GATE), None)
             if index is None:
                 return
-            patch = [
+            patch: list[dict[str, Any]] = [
                 {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": keys.GATE},
                 {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
             ]
+            if claim is not None:
+                patch += _claim_ops(pod, p.name(claim))
+            if prefer is not None:
+                patch += _prefer_node_ops(pod, prefer)
             try:
                 updated = self._client.patch(_pod_path(pod), patch, content_type=JSON_PATCH)
             except NotFound:

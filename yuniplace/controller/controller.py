@@ -23,6 +23,8 @@ from yuniplace.kube.watch import ListWatch
 log = logging.getLogger(__name__)
 
 MAX_RETRY_BACKOFF_S = 30.0
+MIN_RECONCILE_INTERVAL_S = 0.1
+GAUGE_REFRESH_S = 2.0
 SYNC_TIMEOUT_S = 120.0
 
 
@@ -46,8 +48,13 @@ class Controller:
         self.queue: WorkQueue[p.AppKey] = WorkQueue()
         self.recorder = EventRecorder(client, on_posted=lambda kind, reason: self.metrics.events.labels(kind, reason).inc())
         self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)
-        self._executor = Executor(client, self.store, self.recorder, self.metrics, self._tracker)
+        # Pods waiting for kube-scheduler (ungated, unbound): whether a swap's freed room must be
+        # guarded by a nomination. Seen only when watching every namespace; otherwise always guard.
+        self._waiting: dict[str, p.AppKey | None] = {}
+        self._sees_everything = namespace is None
+        self._executor = Executor(client, self.store, self.recorder, self.metrics, self._tracker, contended=self._contended)
         self._failures: Counter[p.AppKey] = Counter()
+        self._last_reconciled: dict[p.AppKey, float] = {}
         self._states: dict[p.AppKey, AppState] = {}
         self._states_lock = threading.Lock()
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
@@ -56,23 +63,45 @@ class Controller:
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------
 
+    @staticmethod
+    def _is_waiting(pod: p.Pod) -> bool:
+        spec = pod.get("spec", {})
+        return not spec.get("nodeName") and not spec.get("schedulingGates") and p.phase(pod) == "Pending" and not p.is_deleting(pod)
+
+    def _contended(self, key: p.AppKey) -> bool:
+        """Whether a pod of another application waits to be scheduled and could take the room a swap
+        frees (the application's own members may: they are reserved the same room)."""
+        if not self._sees_everything:
+            return True
+        return any(owner != key for owner in list(self._waiting.values()))
+
     def _on_list(self, pods: list[p.Pod]) -> None:
+        self._waiting = {p.uid(pod): p.app_key(pod) for pod in pods if self._is_waiting(pod)}
         for key in self.store.replace(pods):
             self.queue.add(key)
 
     def _on_event(self, kind: str, pod: p.Pod) -> None:
+        if kind != "DELETED" and self._is_waiting(pod):
+            self._waiting[p.uid(pod)] = p.app_key(pod)
+        else:
+            self._waiting.pop(p.uid(pod), None)
         if kind == "DELETED":
             key = self.store.delete(pod)
         else:
             self._tracker.observe(pod)
             key = self.store.upsert(pod)
         if key is not None:
-            self.queue.add(key)
+            # An application reconciled a moment ago waits out MIN_RECONCILE_INTERVAL_S: the events of
+            # a large gang (a placeholder placed, a member bound, one each) then coalesce into one
+            # reconcile instead of one each, while a quiet application still reacts at once.
+            since = time.monotonic() - self._last_reconciled.get(key, 0.0)
+            self.queue.add_after(key, MIN_RECONCILE_INTERVAL_S - since)
 
     # -- workers -----------------------------------------------------------------------------------
 
     def reconcile(self, key: p.AppKey) -> Plan:
         started = time.monotonic()
+        self._last_reconciled[key] = started
         view = AppView.of(key, self.store.app_pods(key))
         plan = plan_application(view, self._clock(), self._settings)
         self._executor.apply(plan)
@@ -93,15 +122,22 @@ class Controller:
         with self._states_lock:
             if plan.forget:
                 self._states.pop(key, None)
+                self._last_reconciled.pop(key, None)
             else:
                 self._states[key] = plan.state
-            counts = Counter(self._states.values())
-        for state in AppState:
-            self.metrics.applications.labels(state.value).set(counts.get(state, 0))
-        placeholders = self.store.placeholders()
-        placed = sum(1 for ph in placeholders if p.node_name(ph))
-        self.metrics.placeholders.labels("placed").set(placed)
-        self.metrics.placeholders.labels("pending").set(len(placeholders) - placed)
+
+    def _refresh_gauges(self, stop: threading.Event) -> None:
+        """Applications by state and placeholders by state, every GAUGE_REFRESH_S: counting them on
+        every reconcile would make each reconcile cost as much as the whole store."""
+        while not stop.wait(GAUGE_REFRESH_S):
+            with self._states_lock:
+                counts = Counter(self._states.values())
+            for state in AppState:
+                self.metrics.applications.labels(state.value).set(counts.get(state, 0))
+            placeholders = self.store.placeholders()
+            placed = sum(1 for ph in placeholders if p.node_name(ph))
+            self.metrics.placeholders.labels("placed").set(placed)
+            self.metrics.placeholders.labels("pending").set(len(placeholders) - placed)
 
     def _work(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -140,6 +176,7 @@ class Controller:
         workers = [threading.Thread(target=self._work, args=(stop,), name=f"worker-{i}") for i in range(self._workers)]
         for worker in workers:
             worker.start()
+        threading.Thread(target=self._refresh_gauges, args=(stop,), name="gauges", daemon=True).start()
         stop.wait()
         log.info("stopping: finishing in-flight reconciles")
         self.queue.shutdown()

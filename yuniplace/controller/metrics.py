@@ -45,7 +45,8 @@ class Metrics:
         )
         self.timeouts = Counter("yuniplace_timeouts_total", "Reservations that timed out, by style.", ["style"], registry=r)
         self.api_requests = Counter(
-            "yuniplace_api_requests_total", "Kubernetes API requests, by verb and status code.", ["verb", "code"], registry=r
+            "yuniplace_api_requests_total", "Kubernetes API requests, by verb, resource and status code.",
+            ["verb", "resource", "code"], registry=r,
         )
         self.reconcile_seconds = Histogram(
             "yuniplace_reconcile_duration_seconds", "Time to plan and apply one reconcile.", buckets=DURATION_BUCKETS_S, registry=r
@@ -57,6 +58,10 @@ class Metrics:
             self.applications.labels(state.value)
         for state in ("pending", "placed"):
             self.placeholders.labels(state)
+        for outcome in ("landed", "moved"):
+            self.swaps.labels(outcome)
+        for style in ("Soft", "Hard"):
+            self.timeouts.labels(style)
 
-    def observe_api_call(self, verb: str, code: str) -> None:
-        self.api_requests.labels(verb, code).inc()
+    def observe_api_call(self, verb: str, resource: str, code: str) -> None:
+        self.api_requests.labels(verb, resource, code).inc()

@@ -31,6 +31,7 @@ class PodStore:
         self._by_app: dict[p.AppKey, set[str]] = defaultdict(set)
         # resourceVersion at which a pod was deleted, so a late event cannot bring it back.
         self._deleted: dict[str, int] = {}
+        self._placeholders: set[str] = set()
 
     def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
         old_key = self._keys.get(uid)
@@ -39,9 +40,12 @@ class PodStore:
         self._pods[uid] = pod
         self._keys[uid] = key
         self._by_app[key].add(uid)
+        if p.is_placeholder(pod):
+            self._placeholders.add(uid)
 
     def _drop(self, uid: str) -> p.AppKey | None:
         self._pods.pop(uid, None)
+        self._placeholders.discard(uid)
         key = self._keys.pop(uid, None)
         if key is not None:
             members = self._by_app[key]
@@ -80,6 +84,7 @@ class PodStore:
             self._keys.clear()
             self._by_app.clear()
             self._deleted.clear()
+            self._placeholders.clear()
             for pod in pods:
                 key = p.app_key(pod)
                 if key is not None and p.is_concerned(pod):
@@ -96,7 +101,7 @@ class PodStore:
 
     def placeholders(self) -> list[Pod]:
         with self._lock:
-            return [pod for pod in self._pods.values() if p.is_placeholder(pod)]
+            return [self._pods[uid] for uid in self._placeholders]
 
     def __len__(self) -> int:
         with self._lock:

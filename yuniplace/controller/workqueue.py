@@ -24,6 +24,7 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
+        self._due: dict[K, float] = {}
         self._sequence = itertools.count()
         self._shutdown = False
 
@@ -39,20 +40,31 @@ class WorkQueue(Generic[K]):
                 self._cond.notify()
 
     def add_after(self, key: K, delay_s: float) -> None:
+        """Add `key` once `delay_s` has passed. A key waits once, for its earliest due time, however
+        often it is asked for: a large gang produces thousands of events and requeues."""
         if delay_s <= 0:
             self.add(key)
             return
         with self._cond:
             if self._shutdown:
                 return
-            heapq.heappush(self._delayed, (self._clock() + delay_s, next(self._sequence), key))
-            self._cond.notify()
+            due = self._clock() + delay_s
+            if self._due.get(key, float("inf")) <= due:
+                return
+            self._due[key] = due
+            earliest = self._delayed[0][0] if self._delayed else float("inf")
+            heapq.heappush(self._delayed, (due, next(self._sequence), key))
+            if due < earliest:
+                self._cond.notify()  # a waiting worker must shorten its wait
 
     def _promote_due(self) -> float | None:
         """Move due delayed keys to the ready queue; return seconds until the next one is due."""
         now = self._clock()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key = heapq.heappop(self._delayed)
+            due, _, key = heapq.heappop(self._delayed)
+            if self._due.get(key) != due:
+                continue  # superseded by an earlier due time for the same key
+            del self._due[key]
             if key in self._processing:
                 self._dirty.add(key)
             elif key not in self._queued:

@@ -144,7 +144,9 @@ _KEPT_METADATA = (
     "creationTimestamp",
     "deletionTimestamp",
 )
-_KEPT_SPEC = ("nodeName", "schedulingGates", "priorityClassName", "priority", "overhead", "resources", "schedulerName")
+_KEPT_SPEC = (
+    "nodeName", "schedulingGates", "priorityClassName", "priority", "overhead", "resources", "schedulerName", "affinity",
+)
 
 
 def _resources_only(containers: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:

@@ -30,8 +30,9 @@ from yuniplace.kube.errors import ApiError, ServerError, TooManyRequests, error_
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
-CallObserver = Callable[[str, str], None]
-"""Told (verb, outcome) for every API call: outcome is the status code or "error" (no answer)."""
+CallObserver = Callable[[str, str, str], None]
+"""Told (verb, resource, outcome) for every API call: resource as RBAC names it ("pods",
+"pods/status", "events", "leases"), outcome the status code or "error" (no answer)."""
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -39,7 +40,7 @@ JSON_PATCH = "application/json-patch+json"
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_DEADLINE_S = 60.0
-CONNECTION_POOL_SIZE = 64
+CONNECTION_POOL_SIZE = 96
 
 _RETRYABLE = (TooManyRequests, ServerError, urllib3.exceptions.HTTPError, ConnectionError)
 
@@ -130,18 +131,18 @@ class KubeClient:
                 retries=False,
             )
         except urllib3.exceptions.HTTPError:
-            self._observe(verb, "error")
+            self._observe(verb, path, "error")
             raise
-        self._observe(verb, str(response.status))
+        self._observe(verb, path, str(response.status))
         if response.status >= 300:
             payload = response.read()
             response.release_conn()
             raise error_from_response(response.status, payload, response.headers.get("Retry-After"))
         return response
 
-    def _observe(self, verb: str, outcome: str) -> None:
+    def _observe(self, verb: str, path: str, outcome: str) -> None:
         if self._observer is not None:
-            self._observer(verb, outcome)
+            self._observer(verb, resource_of(path), outcome)
 
     def request(
         self,
@@ -213,3 +214,15 @@ def json_lines(response: urllib3.BaseHTTPResponse) -> Iterator[JsonObject]:
         for line in lines:
             if line.strip():
                 yield json.loads(line)
+
+
+def resource_of(path: str) -> str:
+    """The resource (and subresource) a request path addresses, as RBAC rules name it:
+    /api/v1/namespaces/ns/pods/p/status -> pods/status; /apis/events.k8s.io/v1/namespaces/ns/events -> events."""
+    parts = [part for part in path.split("?", 1)[0].split("/") if part]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]  # drop api/v1 or apis/<group>/<version>
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    if not rest:
+        return ""
+    return f"{rest[0]}/{rest[2]}" if len(rest) >= 3 else rest[0]

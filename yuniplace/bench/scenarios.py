@@ -1,0 +1,189 @@
+"""The benchmark scenarios. Each measures yuniplace and a baseline (the same pods, no gang, no
+controller involved) on the same cluster in the same run, and returns plain figures."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from yuniplace.bench.pods import PodTimeline
+from yuniplace.bench.subjects import MEMBER_LABEL, ControllerUnderTest, delete_namespace, gang, member_pod, plain
+from yuniplace.bench.workload import create_pods
+from yuniplace.gang import keys
+from yuniplace.localcluster import LocalCluster, wait_until
+
+Pods = list[dict[str, Any]]
+SELECTOR = f"{MEMBER_LABEL}=true"
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+
+def time_to_bound(cluster: LocalCluster, namespace: str, pods: Pods, timeout_s: float,
+                  settle: Callable[[], None] | None = None) -> float:
+    """Seconds from the first pod's creation to the last one bound (all created at once). `settle`
+    runs before the namespace is deleted (e.g. to let the controller post its last events)."""
+    client = cluster.client()
+    cluster.create_namespace(namespace)
+    try:
+        with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
+            started = time.monotonic()
+            create_pods(client, namespace, pods)
+            last = timeline.wait_bound([p["metadata"]["name"] for p in pods], timeout_s)
+        if settle is not None:
+            settle()
+        return last - started
+    finally:
+        delete_namespace(cluster, namespace)
+
+
+def gang_sizes(cluster: LocalCluster, controller: ControllerUnderTest, sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
+    """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times."""
+    rows = []
+    for members in sizes:
+        baseline, yuniplace, writes, cpu = [], [], [], []
+        peak_rss = 0
+        timeout_s = max(120.0, members * 0.5)
+        for attempt in range(repeats):
+            baseline.append(time_to_bound(cluster, f"base-{members}-{attempt}", plain("plain", members), timeout_s))
+            before = controller.writes()
+            swapped_before = controller.events_posted("PlaceholderSwapped")
+            cpu_before = controller.cpu_seconds()
+
+            def settle() -> None:
+                # Member events are posted after the binding they report; count them in this run.
+                wait_until(lambda: controller.events_posted("PlaceholderSwapped") >= swapped_before + members, 120)
+
+            with controller.rss_sampler() as rss:
+                yuniplace.append(time_to_bound(cluster, f"gang-{members}-{attempt}", gang(f"gang-{members}-{attempt}", members),
+                                               timeout_s, settle))
+            cpu.append(controller.cpu_seconds() - cpu_before)
+            peak_rss = max(peak_rss, rss.peak_total)
+            after = controller.writes()
+            delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+            writes.append((delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0)))
+        row = {
+            "members": members,
+            "baseline_s": round(statistics.median(baseline), 2),
+            "yuniplace_s": round(statistics.median(yuniplace), 2),
+            "runs_baseline_s": [round(x, 2) for x in baseline],
+            "runs_yuniplace_s": [round(x, 2) for x in yuniplace],
+            "pod_writes_per_member": round(statistics.median(w for w, _ in writes) / members, 2),
+            "event_writes_per_member": round(statistics.median(e for _, e in writes) / members, 2),
+            "controller_cpu_s": round(statistics.median(cpu), 2),
+            "controller_peak_rss_mib": round(peak_rss / 2**20),
+        }
+        row["ratio"] = round(row["yuniplace_s"] / row["baseline_s"], 2)
+        rows.append(row)
+    return rows
+
+
+def _arrivals(cluster: LocalCluster, namespace: str, apps: int, members: int, rate_per_s: float,
+              make: Callable[[str], Pods], timeout_s: float) -> dict[str, Any]:
+    """Applications of `members` pods arriving at a steady rate; per-application start latency."""
+    client = cluster.client()
+    cluster.create_namespace(namespace)
+    try:
+        with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline, ThreadPoolExecutor(8) as pool:
+            created: dict[str, float] = {}
+            started = time.monotonic()
+            futures = []
+            for index in range(apps):
+                due = started + index / rate_per_s
+                time.sleep(max(0.0, due - time.monotonic()))  # pacing the arrivals, not waiting for a state
+                app = f"app-{index}"
+                created[app] = time.monotonic()
+                futures.append(pool.submit(create_pods, client, namespace, make(app)))
+            for future in futures:
+                future.result()
+            latencies = []
+            last = started
+            for app, at in created.items():
+                bound = timeline.wait_bound([f"{app}-{i}" for i in range(members)], timeout_s)
+                latencies.append(bound - at)
+                last = max(last, bound)
+        return {
+            "p50_s": round(_percentile(latencies, 0.50), 2),
+            "p95_s": round(_percentile(latencies, 0.95), 2),
+            "p99_s": round(_percentile(latencies, 0.99), 2),
+            "pods_per_s": round(apps * members / (last - started), 1),
+        }
+    finally:
+        delete_namespace(cluster, namespace)
+
+
+def steady_arrivals(cluster: LocalCluster, apps: int, members: int, rate_per_s: float) -> dict[str, Any]:
+    """Scenario 2: `apps` applications of `members` arriving at `rate_per_s`, gang versus plain."""
+    timeout_s = 60 + apps / rate_per_s * 3
+    baseline = _arrivals(cluster, "arrivals-base", apps, members, rate_per_s,
+                         lambda app: [member_pod(f"{app}-{i}") for i in range(members)], timeout_s)
+    yuniplace = _arrivals(cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s)
+    return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
+
+
+def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, cpu_per_pod: str = "1") -> dict[str, Any]:
+    """Scenario 3: gangs swapping in while a flood of ordinary pods of the same priority competes for
+    the same nodes. Every pod fits in the end, so any member not bound is stuck."""
+    client = cluster.client()
+    namespace = "contention"
+    cluster.create_namespace(namespace)
+    try:
+        with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline, ThreadPoolExecutor(4) as pool:
+            gang_pods = [gang(f"gang-{g}", members, cpu=cpu_per_pod, memory="256Mi") for g in range(gangs)]
+            flood_pods = plain("flood", flood, cpu=cpu_per_pod, memory="256Mi")
+            # Interleaved: flood pods keep arriving (and retrying) while the gangs reserve and swap.
+            batches = [flood_pods[i::gangs] for i in range(gangs)]
+            futures = []
+            for pods, flood_batch in zip(gang_pods, batches):
+                futures.append(pool.submit(create_pods, client, namespace, pods))
+                futures.append(pool.submit(create_pods, client, namespace, flood_batch))
+            for future in futures:
+                future.result()
+            members_all = [p["metadata"]["name"] for pods in gang_pods for p in pods]
+            stuck = 0
+            try:
+                timeline.wait_bound(members_all + [p["metadata"]["name"] for p in flood_pods], 300)
+            except TimeoutError:
+                stuck = sum(1 for name in members_all if name not in timeline.bound_at)
+        pods = {p["metadata"]["name"]: p for p in client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=SELECTOR)["items"]}
+        swapped = [p for name in members_all if keys.SWAP_PLACEHOLDER in ((p := pods[name])["metadata"].get("annotations") or {})]
+        landed = sum(1 for p in swapped if p["spec"].get("nodeName") == p["status"].get("nominatedNodeName"))
+        return {
+            "gangs": gangs,
+            "members": members,
+            "flood_pods": flood,
+            "swapped": len(swapped),
+            "landed": landed,
+            "landed_rate": round(landed / len(swapped), 3) if swapped else None,
+            "stuck": stuck,
+        }
+    finally:
+        delete_namespace(cluster, namespace)
+
+
+def managed_memory(cluster: LocalCluster, controller: ControllerUnderTest, *, apps: int, members: int) -> dict[str, Any]:
+    """Scenario 4b: the controller's memory while it manages `apps` × `members` gang pods (and as many
+    placeholders while they reserve), measured until every member is bound."""
+    client = cluster.client()
+    namespace = "managed"
+    cluster.create_namespace(namespace)
+    pods = [pod for index in range(apps) for pod in gang(f"m{index}", members, cpu="10m", memory="16Mi", timeout_s=1800)]
+    with controller.rss_sampler() as rss, PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
+        cpu_before = controller.cpu_seconds()
+        started = time.monotonic()
+        create_pods(client, namespace, pods)
+        timeline.wait_bound([p["metadata"]["name"] for p in pods], max(600.0, len(pods) * 0.2))
+        elapsed = time.monotonic() - started
+        cpu = controller.cpu_seconds() - cpu_before
+    mib = 1024 * 1024
+    return {
+        "managed_pods": len(pods),
+        "peak_rss_mib": round(rss.peak_total / mib),
+        "seconds_to_all_bound": round(elapsed, 1),
+        "controller_cpu_s": round(cpu, 1),
+    }

@@ -1,0 +1,146 @@
+"""What benchmarks run and measure: gang and plain workloads, and yuniplace's controller as a
+separate process whose CPU, memory and API calls are read from outside, as an operator would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yuniplace.bench.memory import RssSampler
+from yuniplace.gang import keys
+from yuniplace.kube import NotFound
+from yuniplace.localcluster import LocalCluster, wait_until
+from yuniplace.localcluster.cluster import free_ports
+
+MEMBER_LABEL = "bench.yuniplace.io/member"
+WRITE_VERBS = ("post", "patch", "delete", "put")
+CLOCK_TICKS_PER_S = 100  # os.sysconf("SC_CLK_TCK") on Linux
+
+
+def member_pod(name: str, *, app: str | None = None, group: str | None = None, task_groups: list[dict[str, Any]] | None = None,
+               cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> dict[str, Any]:
+    """A pod of a benchmark workload. With `app`, a gang member gated as yuniplace's webhook gates it
+    (the first member of an application carries its task groups); without, a plain pod."""
+    requests = {"cpu": cpu, "memory": memory}
+    metadata: dict[str, Any] = {"name": name, "labels": {MEMBER_LABEL: "true"}, "annotations": {}}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": requests}}],
+    }
+    if app is not None:
+        metadata["labels"]["applicationId"] = app
+        metadata["annotations"][keys.TASK_GROUP_NAME] = group or "members"
+        if task_groups is not None:
+            metadata["annotations"][keys.TASK_GROUPS] = json.dumps(task_groups)
+            metadata["annotations"][keys.SCHEDULING_POLICY_PARAMETERS] = f"placeholderTimeoutInSeconds={timeout_s}"
+        spec["schedulingGates"] = [{"name": keys.GATE}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def gang(app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> list[dict[str, Any]]:
+    """One application of `members` pods in one task group of exactly that many."""
+    groups = [{"name": "members", "minMember": members, "minResource": {"cpu": cpu, "memory": memory}}]
+    return [
+        member_pod(f"{app}-{i}", app=app, task_groups=groups if i == 0 else None, cpu=cpu, memory=memory, timeout_s=timeout_s)
+        for i in range(members)
+    ]
+
+
+def plain(prefix: str, count: int, *, cpu: str = "100m", memory: str = "128Mi") -> list[dict[str, Any]]:
+    return [member_pod(f"{prefix}-{i}", cpu=cpu, memory=memory) for i in range(count)]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
+
+
+@dataclass
+class ControllerUnderTest:
+    """`yuniplace controller` in its own process, against a local cluster."""
+
+    cluster: LocalCluster
+    log: Path
+    extra_args: list[str] = field(default_factory=list)
+    process: subprocess.Popen[bytes] | None = None
+    port: int = 0
+
+    def __enter__(self) -> ControllerUnderTest:
+        (self.port,) = free_ports(1)
+        with self.log.open("ab") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "yuniplace", "controller", f"--kubeconfig={self.cluster.kubeconfig}",
+                 f"--http-address=127.0.0.1:{self.port}", "--log-level=WARNING", *self.extra_args],
+                stdout=output, stderr=subprocess.STDOUT,
+            )
+        wait_until(self._ready, 60)
+        return self
+
+    def _ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"controller exited ({self.process.returncode}); see {self.log}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def __exit__(self, *_: object) -> None:
+        assert self.process is not None
+        self.process.terminate()
+        self.process.wait(60)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def rss_sampler(self) -> RssSampler:
+        return RssSampler({"controller": self.pid})
+
+    def metrics(self) -> dict[str, float]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        samples: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                samples[key] = float(value)
+        return samples
+
+    def writes(self) -> dict[str, float]:
+        """API writes so far by resource (pods, pods/status, events, ...)."""
+        totals: dict[str, float] = {}
+        for key, value in self.metrics().items():
+            if key.startswith("yuniplace_api_requests_total{") and any(f'verb="{verb}"' in key for verb in WRITE_VERBS):
+                resource = key.split('resource="', 1)[1].split('"', 1)[0]
+                totals[resource] = totals.get(resource, 0.0) + value
+        return totals
+
+    def events_posted(self, reason: str) -> float:
+        return sum(v for k, v in self.metrics().items() if k.startswith("yuniplace_events_total{") and f'reason="{reason}"' in k)
+
+
+def delete_namespace(cluster: LocalCluster, name: str, timeout_s: float = 300) -> None:
+    """Delete a namespace and wait until it is gone, so the next measurement starts on empty nodes."""
+    client = cluster.client()
+    client.delete(f"/api/v1/namespaces/{name}")
+
+    def gone() -> bool:
+        try:
+            client.get(f"/api/v1/namespaces/{name}")
+        except NotFound:
+            return True
+        return False
+
+    wait_until(gone, timeout_s, interval_s=0.5)
