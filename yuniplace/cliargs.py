@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from yuniplace.gang.pods import DEFAULT_SCHEDULER
 from yuniplace.gang.taskgroups import Limits, Style
 
 
@@ -21,6 +22,13 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
                         help="gangSchedulingStyle when a pod sets none (default: Soft)")
     parser.add_argument("--max-members-per-group", type=int, default=defaults.max_members_per_group, metavar="N")
     parser.add_argument("--max-members-per-app", type=int, default=defaults.max_members_per_app, metavar="N")
+    parser.add_argument("--scheduler-name", action="append", default=None, metavar="NAME",
+                        help="manage gang pods of this scheduler (repeatable; default: default-scheduler); "
+                        "pods for other schedulers, YuniKorn's say, are left alone")
+
+
+def schedulers_from(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(args.scheduler_name or [DEFAULT_SCHEDULER])
 
 
 def limits_from(args: argparse.Namespace) -> Limits:

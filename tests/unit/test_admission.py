@@ -96,3 +96,14 @@ def test_invalid_gang_annotations_are_denied_with_the_field(annotations: dict[st
 
 def test_valid_gang_pod_is_allowed() -> None:
     assert validate(review(pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})))["response"]["allowed"]
+
+
+def test_pods_for_another_scheduler_are_left_to_it() -> None:
+    subject = pod({keys.TASK_GROUPS: "not even json", keys.TASK_GROUP_NAME: "workers"}, schedulerName="yunikorn")
+    assert patch_of(mutate(review(subject))) == []
+    assert validate(review(subject))["response"]["allowed"]
+    # Rewritten to the default scheduler, it becomes ours and is gated.
+    ops = patch_of(mutate(review(subject), rewrite_scheduler_name=True))
+    assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in ops
+    # And a scheduler named in the configuration is served too.
+    assert patch_of(mutate(review(subject), schedulers=frozenset({"yunikorn"})))

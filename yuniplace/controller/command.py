@@ -11,7 +11,7 @@ import socket
 import threading
 
 from yuniplace import httpserver, logs
-from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from
+from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from, schedulers_from
 from yuniplace.controller.controller import Controller
 from yuniplace.controller.leader import LeaderElector, LeaseTiming
 from yuniplace.controller.metrics import Metrics
@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     metrics = Metrics()
     client = KubeClient.from_kubeconfig(args.kubeconfig, observer=metrics.observe_api_call)
-    settings = Settings(limits=limits, placeholder_image=args.placeholder_image, member_events=not args.no_member_events)
+    settings = Settings(limits=limits, placeholder_image=args.placeholder_image, member_events=not args.no_member_events,
+                        schedulers=schedulers_from(args))
     controller = Controller(client, namespace=args.namespace, settings=settings, workers=args.workers, metrics=metrics)
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
     webhook = webhook_command.start_webhook(args, limits) if args.webhook_address else None

@@ -44,7 +44,7 @@ class Controller:
         self._workers = workers
         self._clock = clock
         self.metrics = metrics or Metrics()
-        self.store = PodStore()
+        self.store = PodStore(settings.schedulers)
         self.queue: WorkQueue[p.AppKey] = WorkQueue()
         self.recorder = EventRecorder(client, on_posted=lambda kind, reason: self.metrics.events.labels(kind, reason).inc())
         self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)

@@ -30,6 +30,7 @@ class Settings:
     limits: Limits = Limits()
     placeholder_image: str = "registry.k8s.io/pause:3.10"
     member_events: bool = True  # a PlaceholderSwapped event on every member (one write each)
+    schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS  # pods of other schedulers are not ours
 
 
 @dataclass(frozen=True)

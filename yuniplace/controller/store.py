@@ -24,7 +24,8 @@ def _version(pod: Pod) -> int:
 
 
 class PodStore:
-    def __init__(self) -> None:
+    def __init__(self, schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> None:
+        self._schedulers = schedulers
         self._lock = threading.Lock()
         self._pods: dict[str, Pod] = {}
         self._keys: dict[str, p.AppKey] = {}
@@ -65,7 +66,7 @@ class PodStore:
             current = self._pods.get(uid)
             if current is not None and _version(current) > version:
                 return self._keys.get(uid)
-            if key is None or not p.is_concerned(pod):
+            if key is None or not p.is_concerned(pod, self._schedulers):
                 return self._drop(uid)
             self._put(uid, p.trim(pod), key)
             return key
@@ -87,7 +88,7 @@ class PodStore:
             self._placeholders.clear()
             for pod in pods:
                 key = p.app_key(pod)
-                if key is not None and p.is_concerned(pod):
+                if key is not None and p.is_concerned(pod, self._schedulers):
                     self._put(p.uid(pod), p.trim(pod), key)
             return before | set(self._by_app)
 

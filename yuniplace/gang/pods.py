@@ -106,9 +106,22 @@ def is_deleting(pod: Mapping[str, Any]) -> bool:
     return bool(pod.get("metadata", {}).get("deletionTimestamp"))
 
 
-def is_concerned(pod: Mapping[str, Any]) -> bool:
-    """Whether yuniplace has anything to do with this pod at all."""
-    return is_placeholder(pod) or carries_task_groups(pod) or task_group_name(pod) is not None or is_gated(pod)
+DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_SCHEDULERS = frozenset({DEFAULT_SCHEDULER})
+
+
+def scheduler_name(pod: Mapping[str, Any]) -> str:
+    return str(pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER)
+
+
+def is_concerned(pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCHEDULERS) -> bool:
+    """Whether yuniplace has anything to do with this pod at all. Pods meant for another scheduler
+    (YuniKorn's own, say) are left to it, even with the same annotations."""
+    if is_placeholder(pod):
+        return True
+    if scheduler_name(pod) not in schedulers:
+        return False
+    return carries_task_groups(pod) or task_group_name(pod) is not None or is_gated(pod)
 
 
 def parse_time(text: str | None) -> float | None:

@@ -17,7 +17,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import DNS1123_LABEL, InvalidGang, Limits, check_member, parse_gang, parse_policy
 
 YUNIKORN_SCHEDULER = "yunikorn"
-DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_SCHEDULER = p.DEFAULT_SCHEDULER
 
 
 def _response(review: Mapping[str, Any], *, allowed: bool = True, message: str = "", patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -38,15 +38,17 @@ def _pod(review: Mapping[str, Any]) -> dict[str, Any] | None:
     return pod if isinstance(pod, dict) else None
 
 
-def is_gang_pod(pod: Mapping[str, Any]) -> bool:
-    """A pod yuniplace must hold back: a real pod carrying task groups or a task-group name."""
-    if p.is_placeholder(pod):
+def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> bool:
+    """A pod yuniplace must hold back: a real pod carrying task groups or a task-group name, meant for
+    a scheduler yuniplace works with (a pod for YuniKorn's own scheduler is YuniKorn's business)."""
+    if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
     notes = p.annotations(pod)
     return keys.TASK_GROUPS in notes or keys.TASK_GROUP_NAME in notes
 
 
-def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False) -> dict[str, Any]:
+def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False,
+           schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> dict[str, Any]:
     pod = _pod(review)
     if pod is None:
         return _response(review)
@@ -54,8 +56,9 @@ def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False) -
     patch: list[dict[str, Any]] = []
     if rewrite_scheduler_name and spec.get("schedulerName") == YUNIKORN_SCHEDULER:
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
+        pod = {**pod, "spec": {**spec, "schedulerName": DEFAULT_SCHEDULER}}
     # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
-    if is_gang_pod(pod) and not spec.get("nodeName"):
+    if is_gang_pod(pod, schedulers) and not spec.get("nodeName"):
         gates = spec.get("schedulingGates")
         if not gates:
             patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})
@@ -64,9 +67,9 @@ def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False) -
     return _response(review, patch=patch)
 
 
-def problems_of(pod: Mapping[str, Any], limits: Limits = Limits()) -> str | None:
+def problems_of(pod: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> str | None:
     """Why the pod's gang annotations cannot be used, or None when they can (or it has none)."""
-    if not is_gang_pod(pod):
+    if not is_gang_pod(pod, schedulers):
         return None
     notes = p.annotations(pod)
     group = notes.get(keys.TASK_GROUP_NAME)
@@ -84,9 +87,9 @@ def problems_of(pod: Mapping[str, Any], limits: Limits = Limits()) -> str | None
     return None
 
 
-def validate(review: Mapping[str, Any], limits: Limits = Limits()) -> dict[str, Any]:
+def validate(review: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> dict[str, Any]:
     pod = _pod(review)
-    problem = None if pod is None else problems_of(pod, limits)
+    problem = None if pod is None else problems_of(pod, limits, schedulers)
     if problem is None:
         return _response(review)
     name = (pod or {}).get("metadata", {}).get("name") or (pod or {}).get("metadata", {}).get("generateName", "") + "…"

@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from yuniplace import httpserver, logs
-from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from
+from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from, schedulers_from
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.webhook import server
 
@@ -32,7 +32,8 @@ def start_webhook(args: argparse.Namespace, limits: Limits) -> ThreadingHTTPServ
     if not args.tls_cert_file or not args.tls_key_file:
         raise SystemExit("yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file (the apiserver only calls webhooks over HTTPS)")
     return server.serve(args.webhook_address, args.tls_cert_file, args.tls_key_file,
-                        rewrite_scheduler_name=args.rewrite_scheduler_name, limits=limits)
+                        rewrite_scheduler_name=args.rewrite_scheduler_name, limits=limits,
+                        schedulers=schedulers_from(args))
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -102,12 +102,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(address: str, cert_file: str, key_file: str, *, rewrite_scheduler_name: bool = False,
-          limits: admission.Limits = admission.Limits()) -> ThreadingHTTPServer:
+          limits: admission.Limits = admission.Limits(), schedulers: frozenset[str] = admission.p.DEFAULT_SCHEDULERS,
+          ) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one)."""
     host, _, port = address.rpartition(":")
     routes: dict[str, Decide] = {
-        "/mutate": lambda review: admission.mutate(review, rewrite_scheduler_name=rewrite_scheduler_name),
-        "/validate": lambda review: admission.validate(review, limits),
+        "/mutate": lambda review: admission.mutate(review, rewrite_scheduler_name=rewrite_scheduler_name, schedulers=schedulers),
+        "/validate": lambda review: admission.validate(review, limits, schedulers),
     }
     server = _Server((host or "0.0.0.0", int(port)), ReloadingContext(cert_file, key_file), routes)
     threading.Thread(target=server.serve_forever, name="webhook", daemon=True).start()
