@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from yuniplace.bench import controlplane, report, scenarios
-from yuniplace.bench.subjects import ControllerUnderTest
+from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
-from yuniplace.localcluster.build import BuildError, module_dir, pinned_versions
+from yuniplace.localcluster.build import BuildError, ensure_yunikorn, module_dir, pinned_versions
 from yuniplace.localcluster.cluster import ClusterError
 
 SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost")
@@ -53,10 +53,14 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--cold-build", action="store_true",
                       help="also time a build with empty Go caches (downloads and compiles everything: minutes)")
     root.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
+    peer = root.add_mutually_exclusive_group()
+    peer.add_argument("--yunikorn", dest="yunikorn", action="store_true", default=None,
+                      help="also measure Apache YuniKorn's scheduler in scenarios 1 and 2 (default: on, off with --quick)")
+    peer.add_argument("--no-yunikorn", dest="yunikorn", action="store_false")
     return root
 
 
-def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path) -> list[dict[str, Any]]:
+def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path, yunikorn: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -84,7 +88,21 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
                     progress(f"2. {sizes.apps} applications of {sizes.app_members} at {sizes.arrival_rate}/s")
                     results.append({"scenario": "arrivals", **scenarios.steady_arrivals(
                         cluster, sizes.apps, sizes.app_members, sizes.arrival_rate)})
-                if "cost" in chosen:
+            if yunikorn and {"gang-size", "arrivals"} & set(chosen):
+                progress("1-2. the same with Apache YuniKorn's scheduler")
+                binary = ensure_yunikorn()
+                with YuniKornScheduler(cluster, binary, log_dir / "yunikorn.log"):
+                    peer = scenarios.yunikorn_peer(cluster, sizes.gang_sizes, sizes.repeats, sizes.apps,
+                                                   sizes.app_members, sizes.arrival_rate)
+                for result in results:
+                    if result["scenario"] == "gang-size":
+                        for row in result["rows"]:
+                            row["yunikorn_s"] = peer["gang_s"][row["members"]]
+                    if result["scenario"] == "arrivals":
+                        result["yunikorn"] = peer["arrivals"]
+            if "cost" in chosen:
+                # A fresh controller process, so its memory is that of the managed pods alone.
+                with ControllerUnderTest(cluster, log_dir / "controller-cost.log", ["--workers=8"]) as controller:
                     progress(f"4. memory while managing {sizes.managed_apps * sizes.managed_members} gang pods")
                     managed = scenarios.managed_memory(cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members)
                     largest = gang_rows[-1]
@@ -130,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "versions": pinned_versions(module_dir()),
     }
     try:
-        results = run_all(sizes, chosen, args.cold_build, out_dir)
+        results = run_all(sizes, chosen, args.cold_build, out_dir, args.yunikorn if args.yunikorn is not None else not args.quick)
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)
         return 1

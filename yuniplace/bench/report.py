@@ -36,34 +36,49 @@ def control_plane_table(result: dict[str, Any]) -> str:
 
 
 def gang_size_table(result: dict[str, Any]) -> str:
-    lines = [
-        f"### 1. One gang of M members on {result['nodes']} kwok nodes (median of {result['repeats']})",
-        "",
-        "| M | plain kube-scheduler, s | yuniplace, s | ratio | pod writes / member | event writes / member | controller CPU, s |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    peer = all("yunikorn_s" in row for row in result["rows"])
+    header = "| M | plain kube-scheduler, s | yuniplace, s | ratio |"
+    rule = "| ---: | ---: | ---: | ---: |"
+    if peer:
+        header += " YuniKorn, s | yuniplace / YuniKorn |"
+        rule += " ---: | ---: |"
+    header += " pod writes / member | event writes / member | controller CPU, s |"
+    rule += " ---: | ---: | ---: |"
+    lines = [f"### 1. One gang of M members on {result['nodes']} kwok nodes (median of {result['repeats']})", "", header, rule]
     for row in result["rows"]:
-        lines.append(f"| {row['members']} | {row['baseline_s']} | {row['yuniplace_s']} | {row['ratio']} | "
-                     f"{row['pod_writes_per_member']} | {row['event_writes_per_member']} | {row['controller_cpu_s']} |")
-    lines += ["", "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated."]
+        line = f"| {row['members']} | {row['baseline_s']} | {row['yuniplace_s']} | {row['ratio']} |"
+        if peer:
+            line += f" {row['yunikorn_s']} | {row['yuniplace_s'] / row['yunikorn_s']:.2f} |"
+        line += f" {row['pod_writes_per_member']} | {row['event_writes_per_member']} | {row['controller_cpu_s']} |"
+        lines.append(line)
+    lines += ["", "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated, "
+                  "with no controller involved" + ("; YuniKorn's scheduler schedules the same gang with its own annotations." if peer else ".")]
     return "\n".join(lines) + "\n"
 
 
 def arrivals_table(result: dict[str, Any]) -> str:
     base, gang = result["baseline"], result["yuniplace"]
 
-    def ratio(key: str) -> str:
-        return f"{gang[key] / base[key]:.2f}" if base[key] else "-"
+    def ratio(key: str, to: dict[str, Any]) -> str:
+        return f"{gang[key] / to[key]:.2f}" if to[key] else "-"
+
+    def row(label: str, figures: dict[str, Any]) -> str:
+        return f"| {label} | {figures['p50_s']} | {figures['p95_s']} | {figures['p99_s']} | {figures['pods_per_s']} |"
 
     lines = [
         f"### 2. {result['apps']} applications of {result['members']} arriving at {result['rate_per_s']}/s",
         "",
         "| | p50 start, s | p95 start, s | p99 start, s | pods bound / s |",
         "| --- | ---: | ---: | ---: | ---: |",
-        f"| plain kube-scheduler | {base['p50_s']} | {base['p95_s']} | {base['p99_s']} | {base['pods_per_s']} |",
-        f"| yuniplace | {gang['p50_s']} | {gang['p95_s']} | {gang['p99_s']} | {gang['pods_per_s']} |",
-        f"| ratio | {ratio('p50_s')} | {ratio('p95_s')} | {ratio('p99_s')} | {ratio('pods_per_s')} |",
+        row("plain kube-scheduler", base),
+        row("yuniplace", gang),
     ]
+    if "yunikorn" in result:
+        lines.append(row("YuniKorn", result["yunikorn"]))
+    keys = ("p50_s", "p95_s", "p99_s", "pods_per_s")
+    lines.append("| yuniplace / plain | " + " | ".join(ratio(k, base) for k in keys) + " |")
+    if "yunikorn" in result:
+        lines.append("| yuniplace / YuniKorn | " + " | ".join(ratio(k, result["yunikorn"]) for k in keys) + " |")
     return "\n".join(lines) + "\n"
 
 

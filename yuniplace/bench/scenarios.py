@@ -10,7 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from yuniplace.bench.pods import PodTimeline
-from yuniplace.bench.subjects import MEMBER_LABEL, ControllerUnderTest, delete_namespace, gang, member_pod, plain
+from yuniplace.bench.subjects import (
+    MEMBER_LABEL,
+    ControllerUnderTest,
+    delete_namespace,
+    gang,
+    member_pod,
+    plain,
+    yunikorn_gang,
+)
 from yuniplace.bench.workload import create_pods
 from yuniplace.gang import keys
 from yuniplace.localcluster import LocalCluster, wait_until
@@ -126,6 +134,21 @@ def steady_arrivals(cluster: LocalCluster, apps: int, members: int, rate_per_s: 
     return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
 
 
+def yunikorn_peer(cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int,
+                  rate_per_s: float) -> dict[str, Any]:
+    """Scenarios 1 and 2 for Apache YuniKorn's own scheduler (it must be running): the same pods, with
+    YuniKorn's annotations and scheduler name. Application ids are new for every run: YuniKorn
+    folds pods into a recently finished application of the same id."""
+    gang_s = {}
+    for size in sizes:
+        runs = [time_to_bound(cluster, f"yk-gang-{size}-{attempt}", yunikorn_gang(f"yk-{size}-{attempt}", size), max(120.0, size * 0.5))
+                for attempt in range(repeats)]
+        gang_s[size] = round(statistics.median(runs), 2)
+    arrivals = _arrivals(cluster, "arrivals-yk", apps, members, rate_per_s, lambda app: yunikorn_gang(app, members),
+                         60 + apps / rate_per_s * 3)
+    return {"gang_s": gang_s, "arrivals": arrivals}
+
+
 def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, cpu_per_pod: str = "1") -> dict[str, Any]:
     """Scenario 3: gangs swapping in while a flood of ordinary pods of the same priority competes for
     the same nodes. Every pod fits in the end, so any member not bound is stuck."""
@@ -133,7 +156,8 @@ def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, c
     namespace = "contention"
     cluster.create_namespace(namespace)
     try:
-        with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline, ThreadPoolExecutor(4) as pool:
+        # No label selector: the placeholders' nodes are watched too, to tell where each member landed.
+        with PodTimeline(client, namespace) as timeline, ThreadPoolExecutor(4) as pool:
             gang_pods = [gang(f"gang-{g}", members, cpu=cpu_per_pod, memory="256Mi") for g in range(gangs)]
             flood_pods = plain("flood", flood, cpu=cpu_per_pod, memory="256Mi")
             # Interleaved: flood pods keep arriving (and retrying) while the gangs reserve and swap.
@@ -152,7 +176,8 @@ def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, c
                 stuck = sum(1 for name in members_all if name not in timeline.bound_at)
         pods = {p["metadata"]["name"]: p for p in client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=SELECTOR)["items"]}
         swapped = [p for name in members_all if keys.SWAP_PLACEHOLDER in ((p := pods[name])["metadata"].get("annotations") or {})]
-        landed = sum(1 for p in swapped if p["spec"].get("nodeName") == p["status"].get("nominatedNodeName"))
+        landed = sum(1 for p in swapped
+                     if p["spec"].get("nodeName") == timeline.nodes.get(p["metadata"]["annotations"][keys.SWAP_PLACEHOLDER]))
         return {
             "gangs": gangs,
             "members": members,

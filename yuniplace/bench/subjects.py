@@ -4,6 +4,7 @@ separate process whose CPU, memory and API calls are read from outside, as an op
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -144,3 +145,67 @@ def delete_namespace(cluster: LocalCluster, name: str, timeout_s: float = 300) -
         return False
 
     wait_until(gone, timeout_s, interval_s=0.5)
+
+
+YUNIKORN_NAMESPACE = "yunikorn"
+
+
+def yunikorn_gang(app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> list[dict[str, Any]]:
+    """The same gang written for Apache YuniKorn's own scheduler: schedulerName yunikorn, its queue
+    label, and the task-group annotations on every pod, as its documentation's Job does. No gate."""
+    pods = gang(app, members, cpu=cpu, memory=memory, timeout_s=timeout_s)
+    task_groups = pods[0]["metadata"]["annotations"][keys.TASK_GROUPS]
+    for pod in pods:
+        del pod["spec"]["schedulingGates"]
+        pod["spec"]["schedulerName"] = "yunikorn"
+        pod["metadata"]["labels"]["queue"] = "root.default"
+        pod["metadata"]["annotations"][keys.TASK_GROUPS] = task_groups
+        pod["metadata"]["annotations"][keys.SCHEDULING_POLICY_PARAMETERS] = f"placeholderTimeoutInSeconds={timeout_s}"
+    return pods
+
+
+@dataclass
+class YuniKornScheduler:
+    """Apache YuniKorn's scheduler, built from its Go modules, running against the same cluster."""
+
+    cluster: LocalCluster
+    binary: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> YuniKornScheduler:
+        client = self.cluster.client()
+        try:
+            client.get(f"/api/v1/namespaces/{YUNIKORN_NAMESPACE}")
+        except NotFound:
+            self.cluster.create_namespace(YUNIKORN_NAMESPACE)
+        with self.log.open("ab") as output:
+            self.process = subprocess.Popen(
+                [str(self.binary)], stdout=output, stderr=subprocess.STDOUT,
+                env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "NAMESPACE": YUNIKORN_NAMESPACE},
+            )
+        # Ready when it schedules a pod.
+        probe = member_pod("yunikorn-ready")
+        probe["spec"]["schedulerName"] = "yunikorn"
+        probe["metadata"]["labels"].update({"applicationId": "yunikorn-ready", "queue": "root.default"})
+        path = f"/api/v1/namespaces/{YUNIKORN_NAMESPACE}/pods"
+        client.create(path, probe)
+
+        def probe_bound() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"YuniKorn's scheduler exited ({self.process.returncode}); see {self.log}")
+            return bool(client.get(f"{path}/yunikorn-ready")["spec"].get("nodeName"))
+
+        wait_until(probe_bound, 120, interval_s=0.2)
+        client.delete(f"{path}/yunikorn-ready", {"gracePeriodSeconds": 0})
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        assert self.process is not None
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
