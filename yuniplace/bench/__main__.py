@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -60,8 +61,20 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+class Results(list[dict[str, Any]]):
+    """The results so far, saved after each scenario: a run that fails late keeps what it measured."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._path = path
+
+    def append(self, result: dict[str, Any]) -> None:
+        super().append(result)
+        self._path.write_text(json.dumps(self, indent=2))
+
+
 def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path, yunikorn: bool) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
+    results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
 

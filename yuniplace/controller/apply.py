@@ -71,6 +71,11 @@ class SwapTracker:
         with self._lock:
             self._pending[p.uid(swap.member)] = (swap.node, swap.group, self._clock())
 
+    def forget(self, pod: Pod) -> None:
+        """A member deleted before it was bound: nothing more to report about it."""
+        with self._lock:
+            self._pending.pop(p.uid(pod), None)
+
     def observe(self, pod: Pod) -> None:
         node = p.node_name(pod)
         if not node:

@@ -86,6 +86,7 @@ class Controller:
         else:
             self._waiting.pop(p.uid(pod), None)
         if kind == "DELETED":
+            self._tracker.forget(pod)
             key = self.store.delete(pod)
         else:
             self._tracker.observe(pod)

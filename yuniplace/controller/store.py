@@ -8,12 +8,13 @@ next reconcile never acts on a state the controller has itself already changed.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 
 from yuniplace.gang import pods as p
 
 Pod = p.Pod
+MAX_TOMBSTONES = 20_000
 
 
 def _version(pod: Pod) -> int:
@@ -30,8 +31,9 @@ class PodStore:
         self._pods: dict[str, Pod] = {}
         self._keys: dict[str, p.AppKey] = {}
         self._by_app: dict[p.AppKey, set[str]] = defaultdict(set)
-        # resourceVersion at which a pod was deleted, so a late event cannot bring it back.
-        self._deleted: dict[str, int] = {}
+        # resourceVersion at which a pod was deleted, so a late event cannot bring it back. Late
+        # events come within moments, so the oldest tombstones are let go past MAX_TOMBSTONES.
+        self._deleted: OrderedDict[str, int] = OrderedDict()
         self._placeholders: set[str] = set()
 
     def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
@@ -75,6 +77,9 @@ class PodStore:
         uid = p.uid(pod)
         with self._lock:
             self._deleted[uid] = max(self._deleted.get(uid, 0), _version(pod))
+            self._deleted.move_to_end(uid)
+            while len(self._deleted) > MAX_TOMBSTONES:
+                self._deleted.popitem(last=False)
             return self._drop(uid)
 
     def replace(self, pods: Iterable[Pod]) -> set[p.AppKey]:

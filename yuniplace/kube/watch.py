@@ -61,7 +61,10 @@ class ListWatch:
         self._stopped.set()
         response = self._response
         if response is not None:
-            response.shutdown()
+            try:
+                response.shutdown()  # ends a read blocked in the watch thread
+            except OSError:
+                pass  # the watch thread closed the connection first: nothing left to end
 
     def _list(self) -> str:
         items: list[JsonObject] = []

@@ -1,0 +1,30 @@
+"""`scripts/bench --quick` as a smoke test: the benchmark itself runs and reports every scenario.
+Its figures are not asserted on; timing belongs to benchmarks, not to tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.support import Cluster
+
+SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost"}
+
+
+def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path) -> None:
+    """(The session cluster fixture only applies the e2e policy; the benchmark starts clusters of its own.)"""
+    run = subprocess.run([sys.executable, "-m", "yuniplace.bench", "--quick", "--no-yunikorn", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = {r["scenario"]: r for r in json.loads((tmp_path / "results.json").read_text())["results"]}
+    assert set(results) == SCENARIOS
+    assert [row["members"] for row in results["gang-size"]["rows"]] == [10, 50]
+    assert all(row["baseline_s"] > 0 and row["yuniplace_s"] > 0 for row in results["gang-size"]["rows"])
+    assert results["contention"]["stuck"] == 0 and results["contention"]["swapped"] > 0
+    assert results["cost"]["managed"]["managed_pods"] == 100
+    assert (tmp_path / "gang-latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (tmp_path / "results.md").read_text()
+    for heading in ("### 1. One gang", "### 2.", "### 3. Contention", "### 4. Cost", "### Control plane"):
+        assert heading in markdown
