@@ -54,6 +54,8 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--cold-build", action="store_true",
                       help="also time a build with empty Go caches (downloads and compiles everything: minutes)")
     root.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
+    root.add_argument("--controller-arg", action="append", default=[], metavar="ARG",
+                      help="extra argument for `yuniplace controller`, e.g. --controller-arg=--swap-nomination=always")
     peer = root.add_mutually_exclusive_group()
     peer.add_argument("--yunikorn", dest="yunikorn", action="store_true", default=None,
                       help="also measure Apache YuniKorn's scheduler in scenarios 1 and 2 (default: on, off with --quick)")
@@ -73,7 +75,8 @@ class Results(list[dict[str, Any]]):
         self._path.write_text(json.dumps(self, indent=2))
 
 
-def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path, yunikorn: bool) -> list[dict[str, Any]]:
+def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path, yunikorn: bool,
+            controller_args: Sequence[str] = ()) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -91,7 +94,7 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
         cluster.up([NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)], binaries=binaries,
                    timeout_s=max(90.0, sizes.nodes * 0.3))
         try:
-            with ControllerUnderTest(cluster, log_dir / "controller.log", ["--workers=8"]) as controller:
+            with ControllerUnderTest(cluster, log_dir / "controller.log", ["--workers=8", *controller_args]) as controller:
                 gang_rows: list[dict[str, Any]] = []
                 if "gang-size" in chosen or "cost" in chosen:
                     progress(f"1. gang sizes {sizes.gang_sizes} on {sizes.nodes} nodes, {sizes.repeats} repeat(s)")
@@ -115,7 +118,7 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
                         result["yunikorn"] = peer["arrivals"]
             if "cost" in chosen:
                 # A fresh controller process, so its memory is that of the managed pods alone.
-                with ControllerUnderTest(cluster, log_dir / "controller-cost.log", ["--workers=8"]) as controller:
+                with ControllerUnderTest(cluster, log_dir / "controller-cost.log", ["--workers=8", *controller_args]) as controller:
                     progress(f"4. memory while managing {sizes.managed_apps * sizes.managed_members} gang pods")
                     managed = scenarios.managed_memory(cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members)
                     largest = gang_rows[-1]
@@ -135,7 +138,7 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
         cluster = LocalCluster("bench-contention")
         cluster.up([NodePool(count=sizes.contention_nodes, cpu="4", memory="16Gi", pods=110)], binaries=binaries)
         try:
-            with ControllerUnderTest(cluster, log_dir / "controller-contention.log"):
+            with ControllerUnderTest(cluster, log_dir / "controller-contention.log", list(controller_args)):
                 progress(f"3. contention: {sizes.contention_gangs} gangs of {sizes.contention_members}, "
                          f"{sizes.contention_flood} flood pods, {sizes.contention_nodes} nodes of 4 CPU")
                 outcome = scenarios.contention(cluster, gangs=sizes.contention_gangs, members=sizes.contention_members,
@@ -158,10 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "quick": args.quick,
+        "controller_args": args.controller_arg,
         "versions": pinned_versions(module_dir()),
     }
     try:
-        results = run_all(sizes, chosen, args.cold_build, out_dir, args.yunikorn if args.yunikorn is not None else not args.quick)
+        results = run_all(sizes, chosen, args.cold_build, out_dir,
+                          args.yunikorn if args.yunikorn is not None else not args.quick, args.controller_arg)
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)
         return 1

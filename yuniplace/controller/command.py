@@ -36,6 +36,10 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     parser.add_argument("--workers", type=int, default=4, help="applications reconciled in parallel (default: 4)")
     parser.add_argument("--placeholder-image", default=DEFAULT_IMAGE, help=f"image of placeholder pods (default: {DEFAULT_IMAGE})")
     add_limit_arguments(parser)
+    parser.add_argument("--swap-nomination", choices=["auto", "always"], default="auto",
+                        help="auto (default): nominate a swapped member to its reserved node only while pods of other "
+                        "applications wait to be scheduled, else steer it there with a preferred node affinity in the "
+                        "same write that releases it; always: nominate every member (one API write more each)")
     parser.add_argument("--no-member-events", action="store_true",
                         help="skip the PlaceholderSwapped event on every member (one API write less per member)")
     add_common_arguments(parser)
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = Metrics()
     client = KubeClient.from_kubeconfig(args.kubeconfig, observer=metrics.observe_api_call)
     settings = Settings(limits=limits, placeholder_image=args.placeholder_image, member_events=not args.no_member_events,
-                        schedulers=schedulers_from(args))
+                        schedulers=schedulers_from(args), always_nominate=args.swap_nomination == "always")
     controller = Controller(client, namespace=args.namespace, settings=settings, workers=args.workers, metrics=metrics)
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
     webhook = webhook_command.start_webhook(args, limits) if args.webhook_address else None

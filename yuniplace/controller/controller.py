@@ -51,7 +51,7 @@ class Controller:
         # Pods waiting for kube-scheduler (ungated, unbound): whether a swap's freed room must be
         # guarded by a nomination. Seen only when watching every namespace; otherwise always guard.
         self._waiting: dict[str, p.AppKey | None] = {}
-        self._sees_everything = namespace is None
+        self._sees_everything = namespace is None and not settings.always_nominate
         self._executor = Executor(client, self.store, self.recorder, self.metrics, self._tracker, contended=self._contended)
         self._failures: Counter[p.AppKey] = Counter()
         self._last_reconciled: dict[p.AppKey, float] = {}
@@ -104,7 +104,7 @@ class Controller:
         started = time.monotonic()
         self._last_reconciled[key] = started
         view = AppView.of(key, self.store.app_pods(key))
-        plan = plan_application(view, self._clock(), self._settings)
+        plan = plan_application(view, self._clock(), self._settings, self.store.nodes_in_flight())
         self._executor.apply(plan)
         self._record(key, plan)
         self.metrics.reconcile_seconds.observe(time.monotonic() - started)

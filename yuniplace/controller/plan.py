@@ -31,6 +31,7 @@ class Settings:
     placeholder_image: str = "registry.k8s.io/pause:3.10"
     member_events: bool = True  # a PlaceholderSwapped event on every member (one write each)
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS  # pods of other schedulers are not ours
+    always_nominate: bool = False  # nominate every swapped member, contended or not (one write more each)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,10 @@ def _deadline(originator: Pod, view: AppView, timeout_s: int) -> float | None:
     return None if first is None else first + timeout_s
 
 
-def plan_application(view: AppView, now: float, settings: Settings = Settings()) -> Plan:
+def plan_application(view: AppView, now: float, settings: Settings = Settings(),
+                     nodes_in_flight: frozenset[str] = frozenset()) -> Plan:
+    """`nodes_in_flight`: nodes where a member of any application, released by a nominated swap,
+    waits to be bound (see _plan_swaps)."""
     originator = view.originator
     if originator is None:
         return _plan_without_originator(view, now, settings)
@@ -167,9 +171,9 @@ def plan_application(view: AppView, now: float, settings: Settings = Settings())
 
     members = _check_members(plan, view, spec)
     if current in (AppState.PENDING, AppState.RESERVING):
-        _plan_reservation(plan, view, spec, members, current, now, settings)
+        _plan_reservation(plan, view, spec, members, current, now, settings, nodes_in_flight)
     elif current in (AppState.RESERVED, AppState.RUNNING):
-        _plan_swaps(plan, view, spec, members, now, settings)
+        _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
     else:  # RESUMING: normal scheduling for everyone
         _release_everything(plan, view)
     return _finish(plan, current)
@@ -263,6 +267,7 @@ def _plan_reservation(
     current: AppState,
     now: float,
     settings: Settings,
+    nodes_in_flight: frozenset[str],
 ) -> None:
     originator = plan.originator
     assert originator is not None
@@ -313,7 +318,7 @@ def _plan_reservation(
                       f"task group {group.name}: {group.min_member}/{group.min_member} placeholders placed on {len(nodes)} node(s)")
             )
         plan.events.append(Event(originator, "GangReservationComplete", f"all {placed} placeholders are placed; swapping the real pods in"))
-        _plan_swaps(plan, view, spec, members, now, settings)
+        _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
         return
 
     deadline = _deadline(originator, view, spec.policy.timeout_s)
@@ -354,6 +359,7 @@ def _plan_swaps(
     members: dict[str, list[Pod]],
     now: float,
     settings: Settings,
+    nodes_in_flight: frozenset[str] = frozenset(),
 ) -> None:
     """Match gated members to placed placeholders of their group, one each; members beyond the
     reserved count run normally. A member already nominated to a node (a swap interrupted by a
@@ -363,12 +369,14 @@ def _plan_swaps(
     priority, itself excepted. While a member swapped earlier is still waiting to be bound on node N,
     nominating another member to N (whose placeholder is still there) would make N look full to the
     first one, and it would move elsewhere. So a node with a member in flight takes no new swap until
-    that member is bound: the member is kept for the next reconcile, which its binding triggers."""
+    that member is bound: the member is kept for the next reconcile, which its binding triggers.
+    Members of other applications count too (`nodes_in_flight`): two gangs swapping onto one node
+    make each other's members move just the same."""
     originator = plan.originator
     assert originator is not None
     live = _live_placeholders(view)
     claimed: set[str] = set()
-    in_flight = {
+    in_flight = set(nodes_in_flight) | {
         node
         for m in view.members
         if (node := p.nominated_node(m)) and keys.SWAP_PLACEHOLDER in p.annotations(m)

@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 
 Pod = p.Pod
@@ -35,6 +36,8 @@ class PodStore:
         # events come within moments, so the oldest tombstones are let go past MAX_TOMBSTONES.
         self._deleted: OrderedDict[str, int] = OrderedDict()
         self._placeholders: set[str] = set()
+        # Members released by a nominated swap and not bound yet: uid -> the node they are nominated to.
+        self._in_flight: dict[str, str] = {}
 
     def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
         old_key = self._keys.get(uid)
@@ -45,10 +48,17 @@ class PodStore:
         self._by_app[key].add(uid)
         if p.is_placeholder(pod):
             self._placeholders.add(uid)
+        node = p.nominated_node(pod)
+        if node and keys.SWAP_PLACEHOLDER in p.annotations(pod) and not p.is_gated(pod) and not p.node_name(pod) \
+                and not p.is_terminal(pod):
+            self._in_flight[uid] = node
+        else:
+            self._in_flight.pop(uid, None)
 
     def _drop(self, uid: str) -> p.AppKey | None:
         self._pods.pop(uid, None)
         self._placeholders.discard(uid)
+        self._in_flight.pop(uid, None)
         key = self._keys.pop(uid, None)
         if key is not None:
             members = self._by_app[key]
@@ -91,6 +101,7 @@ class PodStore:
             self._by_app.clear()
             self._deleted.clear()
             self._placeholders.clear()
+            self._in_flight.clear()
             for pod in pods:
                 key = p.app_key(pod)
                 if key is not None and p.is_concerned(pod, self._schedulers):
@@ -108,6 +119,11 @@ class PodStore:
     def placeholders(self) -> list[Pod]:
         with self._lock:
             return [self._pods[uid] for uid in self._placeholders]
+
+    def nodes_in_flight(self) -> frozenset[str]:
+        """Nodes a released member is nominated to and not yet bound on, whatever its application."""
+        with self._lock:
+            return frozenset(self._in_flight.values())
 
     def __len__(self) -> int:
         with self._lock:
