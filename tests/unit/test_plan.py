@@ -236,7 +236,7 @@ def test_pending_originator_starts_the_reservation() -> None:
     ]
     assert reasons(plan) == ["TaskGroupMatch", "CreatingPlaceholders"]
     assert all(event.pod is pods[0] and not event.warning for event in plan.events)
-    assert plan.events[0].note == f"application {APP}: gang of 3 (driver×1, exec×2), timeout 900s, Soft style"
+    assert plan.events[0].note == f"application {APP}: gang of 3 (driver×1, exec×2), timeout 900s, Soft style, NonStrict mode"
     assert plan.events[1].note == "creating 3 placeholder pods"
     assert (plan.delete, plan.swaps, plan.ungate, plan.fail) == ([], [], [], [])
     assert plan.requeue_after_s == RESYNC_S

@@ -350,6 +350,7 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "overhead": {"cpu": "100m"},
             "resources": {"requests": {"cpu": "2"}},
             "schedulerName": "default-scheduler",
+            "nodeSelector": {"a": "b"},
             "containers": [
                 {"name": "main", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}},
                 {"name": "noresources"},

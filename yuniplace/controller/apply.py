@@ -151,7 +151,16 @@ class Executor:
             self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
+        if plan.pod_group_status is not None:
+            self._report_pod_group(plan.key, plan.pod_group_status)
 
+    def _report_pod_group(self, key: p.AppKey, status: dict[str, Any]) -> None:
+        """Keep a scheduler-plugins PodGroup's status as its users read it (kubectl get podgroups)."""
+        path = f"{keys.POD_GROUP_API}/namespaces/{key.namespace}/podgroups/{key.app_id}/status"
+        try:
+            self._client.patch(path, {"status": status})
+        except NotFound:
+            pass  # deleted meanwhile
     def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
         updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})
         self._store.upsert(updated)

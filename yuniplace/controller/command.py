@@ -40,6 +40,13 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                         help="auto (default): nominate a swapped member to its reserved node only while pods of other "
                         "applications wait to be scheduled, else steer it there with a preferred node affinity in the "
                         "same write that releases it; always: nominate every member (one API write more each)")
+    parser.add_argument("--admission", choices=["capacity", "off"], default="capacity",
+                        help="capacity (default): an application reserves only once its whole gang fits in the free room, "
+                        "in FIFO order per queue, so gangs never split the cluster and wait on each other; off: every "
+                        "application reserves at once")
+    parser.add_argument("--strict-backoff", type=float, default=10.0, metavar="SECONDS",
+                        help="Strict mode: seconds before a released reservation is tried again, doubled each attempt "
+                        "up to 5 minutes (default: 10)")
     parser.add_argument("--no-member-events", action="store_true",
                         help="skip the PlaceholderSwapped event on every member (one API write less per member)")
     add_common_arguments(parser)
@@ -61,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
     metrics = Metrics()
     client = KubeClient.from_kubeconfig(args.kubeconfig, observer=metrics.observe_api_call)
     settings = Settings(limits=limits, placeholder_image=args.placeholder_image, member_events=not args.no_member_events,
-                        schedulers=schedulers_from(args), always_nominate=args.swap_nomination == "always")
-    controller = Controller(client, namespace=args.namespace, settings=settings, workers=args.workers, metrics=metrics)
+                        schedulers=schedulers_from(args), always_nominate=args.swap_nomination == "always",
+                        strict_backoff_s=args.strict_backoff)
+    controller = Controller(client, namespace=args.namespace, settings=settings, workers=args.workers, metrics=metrics,
+                            admission=args.admission == "capacity")
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
     webhook = webhook_command.start_webhook(args, limits) if args.webhook_address else None
     stop = threading.Event()

@@ -9,15 +9,19 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from yuniplace.controller.admission import Admission
 from yuniplace.controller.apply import Executor, SwapTracker
+from yuniplace.controller.capacity import ClusterRoom
 from yuniplace.controller.events import EventRecorder
 from yuniplace.controller.metrics import Metrics
-from yuniplace.controller.plan import AppView, Plan, Settings, plan_application
+from yuniplace.controller.plan import AppView, Granted, Plan, Settings, Waiting, gang_spec, plan_application
 from yuniplace.controller.store import PodStore
 from yuniplace.controller.workqueue import WorkQueue
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
-from yuniplace.kube import KubeClient
+from yuniplace.gang.taskgroups import InvalidGang
+from yuniplace.kube import ApiError, KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,7 @@ class Controller:
         workers: int = 4,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
+        admission: bool = True,
     ) -> None:
         self._client = client
         self._settings = settings
@@ -57,9 +62,22 @@ class Controller:
         self._last_reconciled: dict[p.AppKey, float] = {}
         self._states: dict[p.AppKey, AppState] = {}
         self._states_lock = threading.Lock()
-        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        self._namespace = namespace
+        # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
+        # covers every namespace even when only one namespace's applications are managed.
+        self.admission: Admission | None = None
+        self.room = ClusterRoom(on_freed=self._capacity_changed)
+        if admission:
+            self.admission = Admission(self.room, self.store, settings.limits, self._pod_group_of, self.queue.add)
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
         self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods")
-        self.synced = self._watch.synced
+        self._node_watch = ListWatch(client, "/api/v1/nodes", on_list=self.room.nodes_listed,
+                                     on_event=self.room.node_event, name="nodes") if admission else None
+        pod_groups = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups" if namespace else f"{keys.POD_GROUP_API}/podgroups"
+        self._pod_groups: dict[p.AppKey, dict[str, object]] = {}
+        self._pod_group_watch = ListWatch(client, pod_groups, on_list=self._on_pod_groups, on_event=self._on_pod_group,
+                                          name="podgroups")
+        self.synced = threading.Event()
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------
 
@@ -75,12 +93,26 @@ class Controller:
             return True
         return any(owner != key for owner in list(self._waiting.values()))
 
+    def _capacity_changed(self) -> None:
+        if self.admission is not None:
+            self.admission.capacity_changed()
+
+    def _managed(self, pod: p.Pod) -> bool:
+        return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
+
     def _on_list(self, pods: list[p.Pod]) -> None:
+        if self.admission is not None:
+            self.room.pods_listed(pods)
+        pods = [pod for pod in pods if self._managed(pod)]
         self._waiting = {p.uid(pod): p.app_key(pod) for pod in pods if self._is_waiting(pod)}
         for key in self.store.replace(pods):
             self.queue.add(key)
 
     def _on_event(self, kind: str, pod: p.Pod) -> None:
+        if self.admission is not None:
+            self.room.pod_event(kind, pod)
+        if not self._managed(pod):
+            return
         if kind != "DELETED" and self._is_waiting(pod):
             self._waiting[p.uid(pod)] = p.app_key(pod)
         else:
@@ -98,14 +130,63 @@ class Controller:
             since = time.monotonic() - self._last_reconciled.get(key, 0.0)
             self.queue.add_after(key, MIN_RECONCILE_INTERVAL_S - since)
 
+    @staticmethod
+    def _pod_group_key(pod_group: dict[str, object]) -> p.AppKey:
+        metadata = pod_group["metadata"]
+        assert isinstance(metadata, dict)
+        return p.AppKey(metadata["namespace"], metadata["name"])
+
+    def _on_pod_groups(self, pod_groups: list[dict[str, object]]) -> None:
+        before = set(self._pod_groups)
+        self._pod_groups = {self._pod_group_key(g): g for g in pod_groups}
+        for key in before | set(self._pod_groups):
+            self.queue.add(key)
+
+    def _on_pod_group(self, kind: str, pod_group: dict[str, object]) -> None:
+        key = self._pod_group_key(pod_group)
+        if kind == "DELETED":
+            self._pod_groups.pop(key, None)
+        else:
+            self._pod_groups[key] = pod_group
+        self.queue.add(key)
+
+    def _pod_group_of(self, key: p.AppKey) -> dict[str, object] | None:
+        return self._pod_groups.get(key)
+
     # -- workers -----------------------------------------------------------------------------------
+
+    def _state_of(self, ref: str) -> AppState | None:
+        namespace, _, app_id = ref.partition("/")
+        view = AppView.of(p.AppKey(namespace, app_id), self.store.app_pods(p.AppKey(namespace, app_id)))
+        originator = view.originator
+        return None if originator is None else AppState.parse(p.annotations(originator).get(keys.STATE))
+
+    def _context(self, view: AppView) -> tuple[Granted | Waiting | None, dict[str, AppState | None]]:
+        """What the plan needs from beyond the application: admission's ticket while it is pending,
+        and the states of the other applications of its gang group."""
+        originator = view.originator
+        if originator is None:
+            return None, {}
+        try:
+            spec = gang_spec(view, self._settings.limits)
+        except InvalidGang:
+            return None, {}
+        peers = {ref: self._state_of(ref) for ref in spec.gang_group if ref != str(view.key)}
+        state = AppState.parse(p.annotations(originator).get(keys.STATE))
+        ticket = self.admission.ticket(view.key) if self.admission is not None and state == AppState.PENDING else None
+        return ticket, peers
 
     def reconcile(self, key: p.AppKey) -> Plan:
         started = time.monotonic()
         self._last_reconciled[key] = started
-        view = AppView.of(key, self.store.app_pods(key))
-        plan = plan_application(view, self._clock(), self._settings, self.store.nodes_in_flight())
+        view = AppView.of(key, self.store.app_pods(key), self._pod_groups.get(key))
+        ticket, peers = self._context(view)
+        plan = plan_application(view, self._clock(), self._settings, self.store.nodes_in_flight(), ticket, peers)
         self._executor.apply(plan)
+        if plan.state != self._states.get(key):
+            for ref in peers:  # a gang group moves together: the others look again
+                namespace, _, app_id = ref.partition("/")
+                self.queue.add(p.AppKey(namespace, app_id))
         self._record(key, plan)
         self.metrics.reconcile_seconds.observe(time.monotonic() - started)
         return plan
@@ -139,6 +220,8 @@ class Controller:
             placed = sum(1 for ph in placeholders if p.node_name(ph))
             self.metrics.placeholders.labels("placed").set(placed)
             self.metrics.placeholders.labels("pending").set(len(placeholders) - placed)
+            if self.admission is not None:
+                self.metrics.admission_waiting.set(self.admission.waiting)
 
     def _work(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -161,10 +244,35 @@ class Controller:
                 self.queue.done(key)
                 self.metrics.queue_depth.set(self.queue.depth())
 
+    def _pod_groups_served(self) -> bool:
+        """Whether the PodGroup API (scheduler-plugins' CRD) is installed; without it, that dialect is off."""
+        try:
+            self._client.get(keys.POD_GROUP_API)
+        except NotFound:
+            log.info("the %s API is not installed: PodGroup gangs are not read (install the chart's CRD to enable them)", keys.POD_GROUP_API)
+            return False
+        except ApiError as error:
+            log.warning("cannot tell whether the PodGroup API is installed (%s): PodGroup gangs are not read", error)
+            return False
+        return True
+
     def start(self) -> None:
-        """Start watching pods. Every replica watches, leader or not, so a standby is ready (its
-        store synced) the moment it takes over, and readiness means the same on every replica."""
-        threading.Thread(target=self._watch.run, name="watch-pods", daemon=True).start()
+        """Start watching. Every replica watches, leader or not, so a standby is ready (its store
+        synced) the moment it takes over, and readiness means the same on every replica."""
+        watches = {"pods": self._watch}
+        if self._node_watch is not None:
+            watches["nodes"] = self._node_watch
+        if self._pod_groups_served():
+            watches["podgroups"] = self._pod_group_watch
+        for name, watch in watches.items():
+            threading.Thread(target=watch.run, name=f"watch-{name}", daemon=True).start()
+
+        def synced() -> None:
+            for watch in watches.values():
+                watch.synced.wait()
+            self.synced.set()
+
+        threading.Thread(target=synced, name="synced", daemon=True).start()
 
     def run_workers(self, stop: threading.Event) -> None:
         """Reconcile until `stop` is set (shutdown, or leadership lost); in-flight reconciles finish."""
@@ -178,6 +286,8 @@ class Controller:
         for worker in workers:
             worker.start()
         threading.Thread(target=self._refresh_gauges, args=(stop,), name="gauges", daemon=True).start()
+        if self.admission is not None:
+            threading.Thread(target=self.admission.run, args=(stop,), name="admission", daemon=True).start()
         stop.wait()
         log.info("stopping: finishing in-flight reconciles")
         self.queue.shutdown()
@@ -187,5 +297,8 @@ class Controller:
     def close(self) -> None:
         """Stop watching and post the events still queued."""
         self._watch.stop()
+        if self._node_watch is not None:
+            self._node_watch.stop()
+        self._pod_group_watch.stop()
         self._executor.close()
         self.recorder.close()

@@ -53,6 +53,9 @@ class Metrics:
         )
         self.reconcile_errors = Counter("yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r)
         self.events = Counter("yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r)
+        self.admission_waiting = Gauge(
+            "yuniplace_admission_waiting_applications", "Applications waiting for room to reserve their gang.", registry=r
+        )
         self.queue_depth = Gauge("yuniplace_queue_depth", "Applications waiting to be reconciled.", registry=r)
         for state in AppState:
             self.applications.labels(state.value)

@@ -9,20 +9,25 @@ therefore computes the same plan the last one would have, and continues where it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import Dialect, dialect_of, gang_annotations
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.resources import format_quantity, pod_requests, quantities, shortfalls
 from yuniplace.gang.state import HOLDS_PLACEHOLDERS, TERMINAL, AppState, allowed
-from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, Style, check_member, parse_gang, style_of
+from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, Mode, Style, check_member, parse_gang, style_of
 
 Pod = p.Pod
 FIRST_ALLOCATED = "yuniplace.io/first-allocated"
 RESYNC_S = 60.0
 IN_FLIGHT_RECHECK_S = 2.0
+MAX_STRICT_BACKOFF_S = 300.0
+# kube-scheduler's verdict on a pod it could place nowhere.
+UNSCHEDULABLE = "Unschedulable"
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,22 @@ class Settings:
     member_events: bool = True  # a PlaceholderSwapped event on every member (one write each)
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS  # pods of other schedulers are not ours
     always_nominate: bool = False  # nominate every swapped member, contended or not (one write more each)
+    strict_backoff_s: float = 10.0  # Strict mode: first wait before reserving again, doubled each attempt
+
+
+@dataclass(frozen=True)
+class Granted:
+    """Admission lets the application reserve; `warning` says why that may not end well."""
+
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Admission holds the application back; `announce` when the reason is news worth an event."""
+
+    message: str
+    announce: bool = True
 
 
 @dataclass(frozen=True)
@@ -73,6 +94,8 @@ class Plan:
     events: list[Event] = field(default_factory=list)
     requeue_after_s: float | None = None
     forget: bool = False  # nothing of the application is left to watch over
+    spec: GangSpec | None = None
+    pod_group_status: dict[str, Any] | None = None  # a PodGroup's status, when it must change
 
     def writes(self) -> int:
         return (
@@ -92,14 +115,16 @@ class AppView:
     key: p.AppKey
     members: list[Pod]  # real pods (everything that is not a placeholder), oldest first
     placeholders: list[Pod]
+    pod_group: Mapping[str, Any] | None = None  # the scheduler-plugins PodGroup named by the members
 
     @classmethod
-    def of(cls, key: p.AppKey, pods: Sequence[Pod]) -> AppView:
+    def of(cls, key: p.AppKey, pods: Sequence[Pod], pod_group: Mapping[str, Any] | None = None) -> AppView:
         live = sorted(pods, key=lambda pod: (p.created_at(pod), p.name(pod)))
         return cls(
             key,
             [pod for pod in live if not p.is_placeholder(pod)],
             [pod for pod in live if p.is_placeholder(pod)],
+            pod_group,
         )
 
     @property
@@ -109,7 +134,16 @@ class AppView:
         share a creation second, so "oldest" alone could change its mind as the others appear."""
         candidates = [pod for pod in self.members if p.carries_task_groups(pod) and not p.is_deleting(pod)]
         chosen = next((pod for pod in candidates if keys.STATE in p.annotations(pod)), None)
-        return chosen or (candidates[0] if candidates else None)
+        chosen = chosen or (candidates[0] if candidates else None)
+        if chosen is not None and self.pod_group is None and dialect_of(chosen) == Dialect.POD_GROUP:
+            return None  # the gang is described by a PodGroup not seen (yet)
+        return chosen
+
+
+def gang_spec(view: AppView, limits: Limits) -> GangSpec:
+    """The gang the application's originator describes, in whichever dialect it is written."""
+    assert view.originator is not None
+    return parse_gang(gang_annotations(view.originator, view.pod_group), limits)
 
 
 def _gated_members(view: AppView) -> list[Pod]:
@@ -146,19 +180,23 @@ def _deadline(originator: Pod, view: AppView, timeout_s: int) -> float | None:
 
 
 def plan_application(view: AppView, now: float, settings: Settings = Settings(),
-                     nodes_in_flight: frozenset[str] = frozenset()) -> Plan:
+                     nodes_in_flight: frozenset[str] = frozenset(), ticket: Granted | Waiting | None = None,
+                     peers: Mapping[str, AppState | None] | None = None) -> Plan:
     """`nodes_in_flight`: nodes where a member of any application, released by a nominated swap,
-    waits to be bound (see _plan_swaps)."""
+    waits to be bound (see _plan_swaps). `ticket`: admission's decision, for an application about to
+    reserve (None: admission is off). `peers`: the state of every other application of its gang
+    group ("namespace/app-id" -> state, None for one not seen)."""
     originator = view.originator
     if originator is None:
         return _plan_without_originator(view, now, settings)
     current = AppState.parse(p.annotations(originator).get(keys.STATE))
     plan = Plan(view.key, current, originator)
     try:
-        spec = parse_gang(p.annotations(originator), settings.limits)
+        spec = gang_spec(view, settings.limits)
     except InvalidGang as error:
         _plan_invalid(plan, view, current, style_of(p.annotations(originator), settings.limits), str(error))
-        return _finish(plan, current)
+        return _finish(plan, current, view)
+    plan.spec = spec
 
     if p.is_terminal(originator) or current in TERMINAL:
         # The application is over: nothing to reserve any more; late members run or fail as it did.
@@ -167,19 +205,48 @@ def plan_application(view: AppView, now: float, settings: Settings = Settings(),
         if plan.state == AppState.FAILED:
             failure = ("ApplicationFailed", f"application {view.key.app_id} has failed; see the events of pod {p.name(originator)}")
         _release_everything(plan, view, failure=failure)
-        return _finish(plan, current)
+        return _finish(plan, current, view)
 
     members = _check_members(plan, view, spec)
     if current in (AppState.PENDING, AppState.RESERVING):
-        _plan_reservation(plan, view, spec, members, current, now, settings, nodes_in_flight)
+        _plan_reservation(plan, view, spec, members, current, now, settings, nodes_in_flight, ticket, peers or {})
     elif current in (AppState.RESERVED, AppState.RUNNING):
-        _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
+        if current == AppState.RUNNING or not _held_by_group(plan, view, spec, now, peers or {}):
+            _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
     else:  # RESUMING: normal scheduling for everyone
         _release_everything(plan, view)
-    return _finish(plan, current)
+    return _finish(plan, current, view)
 
 
-def _finish(plan: Plan, current: AppState) -> Plan:
+def _held_by_group(plan: Plan, view: AppView, spec: GangSpec, now: float, peers: Mapping[str, AppState | None]) -> bool:
+    """A gang group swaps all-or-nothing: an application whose placeholders are all placed waits for
+    every other application of the group to be reserved too, and follows any of them that fails or
+    falls back. True while this application must not swap."""
+    if not peers:
+        return False
+    gave_up = sorted(ref for ref, state in peers.items() if state in (AppState.FAILED, AppState.RESUMING))
+    if gave_up:
+        _plan_timeout(plan, view, spec, f"gang group application(s) {', '.join(gave_up)} could not be reserved")
+        return True
+    waiting = sorted(ref for ref, state in peers.items() if state not in (AppState.RESERVED, AppState.RUNNING, AppState.COMPLETED))
+    if not waiting:
+        return False
+    originator = plan.originator
+    assert originator is not None
+    deadline = _deadline(originator, view, spec.policy.timeout_s)
+    if deadline is not None and now >= deadline:
+        _plan_timeout(plan, view, spec, f"gang group application(s) {', '.join(waiting)} still not reserved after {spec.policy.timeout_s}s")
+        return True
+    if plan.state != AppState.RESERVED or AppState.parse(p.annotations(originator).get(keys.STATE)) != AppState.RESERVED:
+        plan.events.append(Event(originator, "GangGroupWaiting", f"reserved; waiting for the rest of its gang group: {', '.join(waiting)}"))
+    if deadline is not None:
+        plan.requeue_after_s = max(0.0, deadline - now)
+    return True
+
+
+def _finish(plan: Plan, current: AppState, view: AppView | None = None) -> Plan:
+    if view is not None and view.pod_group is not None:
+        plan.pod_group_status = _pod_group_status(view, plan)
     if not allowed(current, plan.state):
         raise AssertionError(f"{plan.key}: transition {current.value} -> {plan.state.value} is not in the table")
     if plan.state != current and plan.originator is not None:
@@ -259,6 +326,56 @@ def _check_members(plan: Plan, view: AppView, spec: GangSpec) -> dict[str, list[
     return by_group
 
 
+def _is_unschedulable(pod: Pod) -> str | None:
+    """kube-scheduler's message when it found no node for the pod, else None."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and condition.get("reason") == UNSCHEDULABLE:
+            return str(condition.get("message") or "no node fits it")
+    return None
+
+
+def _plan_start(plan: Plan, view: AppView, spec: GangSpec, now: float, ticket: Granted | Waiting | None) -> bool:
+    """A pending application: wait out a Strict backoff or admission, else begin reserving.
+    True when the reservation begins now."""
+    originator = plan.originator
+    assert originator is not None
+    notes = p.annotations(originator)
+    retry = p.parse_time(notes.get(keys.RETRY_AFTER))
+    deadline = _deadline(originator, view, spec.policy.timeout_s) if retry is not None else None
+    if deadline is not None and now >= deadline:
+        _plan_timeout(plan, view, spec, f"no complete reservation after {notes.get(keys.ATTEMPTS, '0')} attempt(s) in {spec.policy.timeout_s}s")
+        return False
+    if retry is not None and now < retry:
+        plan.requeue_after_s = retry - now
+        return False
+    if isinstance(ticket, Waiting):
+        if ticket.announce:
+            plan.events.append(Event(originator, "GangWaiting", ticket.message))
+        if deadline is not None:
+            plan.requeue_after_s = max(0.0, deadline - now)
+        return False
+    plan.state = AppState.RESERVING
+    if isinstance(ticket, Granted) and ticket.warning:
+        plan.events.append(Event(originator, "GangExceedsCapacity", ticket.warning, warning=True))
+    if retry is not None:
+        plan.events.append(Event(originator, "CreatingPlaceholders",
+                                 f"attempt {int(notes.get(keys.ATTEMPTS, '1')) + 1}: creating {spec.min_members} placeholder pods again"))
+        return True
+    plan.annotate[keys.RESERVATION_STARTED] = p.format_time(now)
+    groups = ", ".join(f"{g.name}×{g.min_member}" for g in spec.groups)
+    plan.events.append(
+        Event(
+            originator,
+            "TaskGroupMatch",
+            f"application {view.key.app_id}: gang of {spec.min_members} ({groups}), "
+            f"timeout {spec.policy.timeout_s}s, {spec.policy.style.value} style, {spec.mode.value} mode",
+        )
+    )
+    plan.events.append(Event(originator, "CreatingPlaceholders", f"creating {spec.min_members} placeholder pods"))
+    plan.events += [Event(originator, "TaskGroupWarning", w, warning=True) for w in spec.warnings]
+    return True
+
+
 def _plan_reservation(
     plan: Plan,
     view: AppView,
@@ -268,27 +385,23 @@ def _plan_reservation(
     now: float,
     settings: Settings,
     nodes_in_flight: frozenset[str],
+    ticket: Granted | Waiting | None = None,
+    peers: Mapping[str, AppState | None] | None = None,
 ) -> None:
     originator = plan.originator
     assert originator is not None
     notes = p.annotations(originator)
+    gave_up = sorted(ref for ref, state in (peers or {}).items() if state in (AppState.FAILED, AppState.RESUMING))
+    if gave_up:
+        _plan_timeout(plan, view, spec, f"gang group application(s) {', '.join(gave_up)} could not be reserved")
+        return
     if current == AppState.PENDING or keys.RESERVATION_STARTED not in notes:
-        plan.state = AppState.RESERVING
-        plan.annotate[keys.RESERVATION_STARTED] = p.format_time(now)
-        groups = ", ".join(f"{g.name}×{g.min_member}" for g in spec.groups)
-        plan.events.append(
-            Event(
-                originator,
-                "TaskGroupMatch",
-                f"application {view.key.app_id}: gang of {spec.min_members} ({groups}), "
-                f"timeout {spec.policy.timeout_s}s, {spec.policy.style.value} style",
-            )
-        )
-        plan.events.append(Event(originator, "CreatingPlaceholders", f"creating {spec.min_members} placeholder pods"))
-        plan.events += [Event(originator, "TaskGroupWarning", w, warning=True) for w in spec.warnings]
+        if not _plan_start(plan, view, spec, now, ticket):
+            return
 
     existing = {p.name(ph): ph for ph in view.placeholders}
     placed = 0
+    unplaceable: list[tuple[Pod, str]] = []
     for group in spec.groups:
         for index in range(group.min_member):
             found = existing.get(placeholder_name(view.key.app_id, group.name, index))
@@ -306,6 +419,8 @@ def _plan_reservation(
                 plan.delete.append(found)  # evicted or failed: recreated once it is gone
             elif p.node_name(found) and not p.is_deleting(found):
                 placed += 1
+            elif not p.is_deleting(found) and (why := _is_unschedulable(found)) is not None:
+                unplaceable.append((found, why))
 
     if placed == spec.min_members:
         first = min((t for ph in view.placeholders if (t := p.scheduled_at(ph)) is not None), default=now)
@@ -318,21 +433,45 @@ def _plan_reservation(
                       f"task group {group.name}: {group.min_member}/{group.min_member} placeholders placed on {len(nodes)} node(s)")
             )
         plan.events.append(Event(originator, "GangReservationComplete", f"all {placed} placeholders are placed; swapping the real pods in"))
-        _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
+        if not _held_by_group(plan, view, spec, now, peers or {}):
+            _plan_swaps(plan, view, spec, members, now, settings, nodes_in_flight)
         return
 
     deadline = _deadline(originator, view, spec.policy.timeout_s)
     if deadline is not None and now >= deadline:
-        _plan_timeout(plan, view, spec, placed)
+        _plan_timeout(plan, view, spec, f"{placed}/{spec.min_members} placeholders placed after {spec.policy.timeout_s}s")
+        return
+    if spec.mode == Mode.STRICT and unplaceable:
+        _plan_strict_release(plan, view, spec, placed, unplaceable[0], now, settings)
         return
     if deadline is not None:
         plan.requeue_after_s = max(0.0, deadline - now)
 
 
-def _plan_timeout(plan: Plan, view: AppView, spec: GangSpec, placed: int) -> None:
+def _plan_strict_release(plan: Plan, view: AppView, spec: GangSpec, placed: int, unplaceable: tuple[Pod, str],
+                         now: float, settings: Settings) -> None:
+    """Strict mode: a placeholder kube-scheduler cannot place means the gang will not fit now, so
+    the room the others hold is given back at once, and the gang tries again after a backoff."""
     originator = plan.originator
     assert originator is not None
-    summary = f"{placed}/{spec.min_members} placeholders placed after {spec.policy.timeout_s}s"
+    attempts = int(p.annotations(originator).get(keys.ATTEMPTS, "0") or 0) + 1
+    backoff = min(MAX_STRICT_BACKOFF_S, settings.strict_backoff_s * 2 ** (attempts - 1))
+    plan.state = AppState.PENDING
+    plan.delete += [ph for ph in _live_placeholders(view) if ph not in plan.delete]
+    plan.annotate[keys.ATTEMPTS] = str(attempts)
+    plan.annotate[keys.RETRY_AFTER] = p.format_time(now + backoff)
+    pod, why = unplaceable
+    plan.events.append(
+        Event(originator, "GangReservationReleased",
+              f"placeholder {p.name(pod)} cannot be placed ({why}); Strict mode releases the partial reservation "
+              f"({placed}/{spec.min_members} placed) and tries again in {backoff:.0f}s (attempt {attempts})", warning=True)
+    )
+    plan.requeue_after_s = backoff
+
+
+def _plan_timeout(plan: Plan, view: AppView, spec: GangSpec, summary: str) -> None:
+    originator = plan.originator
+    assert originator is not None
     plan.events.append(Event(originator, "PlaceholderTimeOut", f"gang reservation timed out: {summary}", warning=True))
     if spec.policy.style == Style.HARD:
         message = f"gang reservation timed out ({summary}); Hard style fails the application"
@@ -350,6 +489,43 @@ def _plan_timeout(plan: Plan, view: AppView, spec: GangSpec, placed: int) -> Non
             )
         )
         _release_everything(plan, view)
+
+
+POD_GROUP_COUNTS = ("scheduled", "running", "succeeded", "failed")
+
+
+def _pod_group_status(view: AppView, plan: Plan) -> dict[str, Any] | None:
+    """The PodGroup's status as scheduler-plugins reports it (phase and member counts), when it
+    differs from what the PodGroup shows."""
+    assert view.pod_group is not None
+    members = [m for m in view.members if p.task_group_name(m) is not None]
+    counts = {
+        "scheduled": sum(1 for m in members if p.node_name(m)),
+        "running": sum(1 for m in members if p.phase(m) == "Running"),
+        "succeeded": sum(1 for m in members if p.phase(m) == "Succeeded"),
+        "failed": sum(1 for m in members if p.phase(m) == "Failed"),
+    }
+    wanted = plan.spec.min_members if plan.spec is not None else 1
+    if plan.state == AppState.FAILED:
+        phase = "Failed"
+    elif counts["succeeded"] >= wanted:
+        phase = "Finished"
+    elif counts["running"] >= wanted:
+        phase = "Running"
+    elif counts["scheduled"] >= wanted:
+        phase = "Scheduled"
+    elif plan.state in (AppState.RESERVED, AppState.RUNNING, AppState.RESUMING) or counts["scheduled"]:
+        phase = "Scheduling"
+    elif plan.state == AppState.RESERVING:
+        phase = "PreScheduling"
+    else:
+        phase = "Pending"
+    status: dict[str, Any] = {"phase": phase, **counts}
+    started = plan.annotate.get(keys.RESERVATION_STARTED) or (p.annotations(plan.originator).get(keys.RESERVATION_STARTED) if plan.originator else None)
+    if started:
+        status["scheduleStartTime"] = started
+    shown = view.pod_group.get("status") or {}
+    return None if all(shown.get(k, 0 if k in POD_GROUP_COUNTS else None) == v for k, v in status.items()) else status
 
 
 def _plan_swaps(

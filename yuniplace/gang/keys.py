@@ -25,3 +25,24 @@ STATE = "yuniplace.io/state"
 # On a real pod: the placeholder whose place it is taking, written with its nomination (step 1 of a
 # swap), so a restarted controller resumes the swap with that placeholder and no other.
 SWAP_PLACEHOLDER = "yuniplace.io/swap-placeholder"
+# On the originator: Strict mode's retries (the count, and when the next attempt may begin).
+ATTEMPTS = "yuniplace.io/attempts"
+RETRY_AFTER = "yuniplace.io/retry-after"
+# Gang options yuniplace adds to YuniKorn's dialect (Koordinator's annotations map onto them).
+GANG_MODE = "yuniplace.io/gang-mode"
+GANG_GROUP = "yuniplace.io/gang-group"
+
+# The queue an application waits in for admission: first found, else the namespace.
+QUEUE_SOURCES = (("label", "yunikorn.apache.org/queue"), ("annotation", "yunikorn.apache.org/queue"), ("label", "queue"))
+
+# Other gang dialects, each read as one task group built from the pod's own spec.
+COSCHEDULING_NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
+COSCHEDULING_MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"  # label
+KOORDINATOR_PREFIX = "gang.scheduling.koordinator.sh/"
+KOORDINATOR_NAME = KOORDINATOR_PREFIX + "name"  # annotations, all of them
+KOORDINATOR_MIN_AVAILABLE = KOORDINATOR_PREFIX + "min-available"
+KOORDINATOR_WAITING_TIME = KOORDINATOR_PREFIX + "waiting-time"
+KOORDINATOR_MODE = KOORDINATOR_PREFIX + "mode"
+KOORDINATOR_GROUPS = KOORDINATOR_PREFIX + "groups"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
+POD_GROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"

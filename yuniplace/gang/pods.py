@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from yuniplace.gang import keys
+from yuniplace.gang.dialects import MEMBER_GROUP, Dialect, dialect_of, gang_name
 
 Pod = dict[str, Any]
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -56,12 +57,15 @@ def app_id(pod: Mapping[str, Any]) -> str | None:
     standing alone, is an application by itself: it must never wait for an id that will not come."""
     if is_placeholder(pod):
         return annotations(pod).get(keys.PLACEHOLDER_APP)
+    dialect_gang = gang_name(pod)  # another dialect's gang name defines its members
+    if dialect_gang:
+        return dialect_gang
     sources = {"label": labels(pod), "annotation": annotations(pod)}
     for where, key in keys.APP_ID_SOURCES:
         value = sources[where].get(key)
         if value:
             return value
-    if carries_task_groups(pod) or keys.TASK_GROUP_NAME in annotations(pod):
+    if carries_task_groups(pod) or task_group_name(pod) is not None:
         owner = next((o for o in pod.get("metadata", {}).get("ownerReferences") or [] if o.get("controller")), None)
         return str(owner["name"]) if owner else pod.get("metadata", {}).get("name") or None
     return None
@@ -75,11 +79,26 @@ def app_key(pod: Mapping[str, Any]) -> AppKey | None:
 def task_group_name(pod: Mapping[str, Any]) -> str | None:
     if is_placeholder(pod):
         return annotations(pod).get(keys.PLACEHOLDER_GROUP)
+    dialect = dialect_of(pod)
+    if dialect not in (None, Dialect.YUNIKORN):
+        return MEMBER_GROUP
     return annotations(pod).get(keys.TASK_GROUP_NAME) or None
 
 
 def carries_task_groups(pod: Mapping[str, Any]) -> bool:
-    return keys.TASK_GROUPS in annotations(pod)
+    """Whether the pod describes its gang: YuniKorn's task groups, or any pod of another dialect
+    (each of which describes the whole gang)."""
+    if is_placeholder(pod):
+        return False
+    dialect = dialect_of(pod)
+    return dialect is not None and (dialect != Dialect.YUNIKORN or keys.TASK_GROUPS in annotations(pod))
+
+
+def queue(pod: Mapping[str, Any]) -> str:
+    """The admission queue: YuniKorn's queue label or annotation, a `queue` label, else the namespace."""
+    sources = {"label": labels(pod), "annotation": annotations(pod)}
+    found = next((value for where, key in keys.QUEUE_SOURCES if (value := sources[where].get(key))), None)
+    return found or namespace(pod)
 
 
 def is_gated(pod: Mapping[str, Any]) -> bool:
@@ -159,6 +178,7 @@ _KEPT_METADATA = (
 )
 _KEPT_SPEC = (
     "nodeName", "schedulingGates", "priorityClassName", "priority", "overhead", "resources", "schedulerName", "affinity",
+    "nodeSelector", "tolerations",
 )
 
 

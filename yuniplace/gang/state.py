@@ -27,7 +27,8 @@ TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserving -> Running: the last placeholder is placed while the originator (not a gang member
     # itself, so never held) already runs.
-    S.RESERVING: frozenset({S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Reserving -> Pending: Strict mode gave a partial reservation back and will try again.
+    S.RESERVING: frozenset({S.PENDING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
     S.RESERVED: frozenset({S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),

@@ -30,6 +30,13 @@ MAX_SHOWN_NAME = 40
 MAX_ERRORS_SHOWN = 5
 
 
+class Mode(enum.Enum):
+    """What a partial reservation does when a placeholder cannot be placed (Koordinator's modes)."""
+
+    STRICT = "Strict"  # release every placeholder at once and retry after a backoff
+    NON_STRICT = "NonStrict"  # hold what is placed until the timeout
+
+
 class Style(enum.Enum):
     """What happens when the reservation times out."""
 
@@ -98,6 +105,9 @@ class GangSpec:
     groups: tuple[TaskGroup, ...]
     policy: Policy
     warnings: tuple[str, ...] = ()
+    mode: Mode = Mode.NON_STRICT
+    # Other applications ("namespace/app-id") reserved all-or-nothing together with this one.
+    gang_group: tuple[str, ...] = ()
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -272,6 +282,43 @@ def style_of(annotations: Mapping[str, str], limits: Limits = Limits()) -> Style
     return policy.style
 
 
+MAX_GANG_GROUP = 64
+APP_REFERENCE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[^/\s]{1,253}$")
+
+
+def _mode(annotations: Mapping[str, str], problems: list[Problem]) -> Mode:
+    text = annotations.get(keys.GANG_MODE)
+    if text is None:
+        return Mode.NON_STRICT
+    matched = next((m for m in Mode if m.value.lower() == text.lower()), None)
+    if matched is None:
+        problems.append(Problem(keys.GANG_MODE, text, "must be Strict or NonStrict"))
+        return Mode.NON_STRICT
+    return matched
+
+
+def _gang_group(annotations: Mapping[str, str], problems: list[Problem]) -> tuple[str, ...]:
+    """`["team-a/job-1", "team-b/job-2"]`: the applications reserved together (this one may be listed)."""
+    text = annotations.get(keys.GANG_GROUP)
+    if text is None:
+        return ()
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raw = text
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw) or not raw:
+        problems.append(Problem(keys.GANG_GROUP, raw, 'must be a JSON array of "namespace/app-id" strings'))
+        return ()
+    if len(raw) > MAX_GANG_GROUP:
+        problems.append(Problem(keys.GANG_GROUP, len(raw), f"applications are more than the limit of {MAX_GANG_GROUP}"))
+        return ()
+    bad = [item for item in raw if not APP_REFERENCE.match(item)]
+    if bad:
+        problems.append(Problem(keys.GANG_GROUP, bad[0], 'is not "namespace/app-id"'))
+        return ()
+    return tuple(dict.fromkeys(raw))
+
+
 def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> GangSpec:
     """The gang described by an originator pod's annotations; InvalidGang lists every problem."""
     text = annotations.get(keys.TASK_GROUPS, "")
@@ -279,6 +326,8 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
     warnings: list[str] = []
     policy, policy_problems = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
     problems += policy_problems
+    mode = _mode(annotations, problems)
+    gang_group = _gang_group(annotations, problems)
     if len(text.encode()) > limits.max_annotation_bytes:
         raise InvalidGang([Problem(keys.TASK_GROUPS, f"{len(text.encode())} bytes", f"is larger than the {limits.max_annotation_bytes}-byte limit")] + problems)
     try:
@@ -301,7 +350,7 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
         problems.append(Problem("task-groups[*].minMember", total, f"in total exceeds the per-application limit of {limits.max_members_per_app}"))
     if problems:
         raise InvalidGang(problems)
-    return GangSpec(tuple(groups), policy, tuple(warnings))
+    return GangSpec(tuple(groups), policy, tuple(warnings), mode, gang_group)
 
 
 def check_member(spec: GangSpec, group_name: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import Dialect, dialect_of, gang_annotations
 from yuniplace.gang.taskgroups import DNS1123_LABEL, InvalidGang, Limits, check_member, parse_gang, parse_policy
 
 YUNIKORN_SCHEDULER = "yunikorn"
@@ -39,12 +40,12 @@ def _pod(review: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> bool:
-    """A pod yuniplace must hold back: a real pod carrying task groups or a task-group name, meant for
-    a scheduler yuniplace works with (a pod for YuniKorn's own scheduler is YuniKorn's business)."""
+    """A pod yuniplace must hold back: a real pod of a gang in any dialect it reads (YuniKorn's task
+    groups or task-group name, Coscheduling labels, Koordinator annotations, a PodGroup label), meant
+    for a scheduler yuniplace works with (a pod for YuniKorn's own scheduler is YuniKorn's business)."""
     if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
-    notes = p.annotations(pod)
-    return keys.TASK_GROUPS in notes or keys.TASK_GROUP_NAME in notes
+    return dialect_of(pod) is not None
 
 
 def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False,
@@ -71,7 +72,12 @@ def problems_of(pod: Mapping[str, Any], limits: Limits = Limits(), schedulers: f
     """Why the pod's gang annotations cannot be used, or None when they can (or it has none)."""
     if not is_gang_pod(pod, schedulers):
         return None
-    notes = p.annotations(pod)
+    if dialect_of(pod) == Dialect.POD_GROUP:
+        return None  # its PodGroup may be created after it; the controller reports a missing one
+    try:
+        notes = gang_annotations(pod)
+    except InvalidGang as error:
+        return str(error)
     group = notes.get(keys.TASK_GROUP_NAME)
     try:
         if keys.TASK_GROUPS in notes:

@@ -1,0 +1,124 @@
+"""What every node has, and what the pods on it already take: the room admission decides on.
+
+Fed by a node watch and by the pod watch (every pod of the cluster, not only gang pods: a node's room
+is taken by whatever runs there). A pod takes room on the node it is bound to, or the node it is
+nominated or steered to while a swap or a preemption is in flight, so room being handed from a
+placeholder to its real pod never looks free in between.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.fit import Amounts, Node, Room, from_decimals
+from yuniplace.gang.resources import pod_requests
+
+Pod = Mapping[str, Any]
+
+
+def _steered_node(pod: Pod) -> str | None:
+    """The node a released swap member is steered to by the preferred affinity term yuniplace adds."""
+    affinity = (pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {}
+    for term in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+        for field in (term.get("preference") or {}).get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In" and len(field.get("values") or []) == 1:
+                return str(field["values"][0])
+    return None
+
+
+def room_node(pod: Pod) -> str | None:
+    """The node whose room the pod takes, if any."""
+    if p.is_terminal(pod):
+        return None
+    bound = p.node_name(pod)
+    if bound:
+        return bound
+    if p.is_gated(pod) or p.is_deleting(pod):
+        return None
+    nominated = p.nominated_node(pod)
+    if nominated:
+        return nominated
+    return _steered_node(pod) if keys.SWAP_PLACEHOLDER in p.annotations(pod) else None
+
+
+class ClusterRoom:
+    def __init__(self, on_freed: Callable[[], None] = lambda: None) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, Node] = {}
+        self._takes: dict[str, tuple[str, Amounts]] = {}  # pod uid -> (node, requests)
+        self._used: dict[str, Amounts] = {}
+        self._on_freed = on_freed
+        self.nodes_synced = threading.Event()
+
+    # -- nodes -------------------------------------------------------------------------------------
+
+    def nodes_listed(self, nodes: Iterable[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._nodes = {(n := Node.of(node)).name: n for node in nodes}
+        self.nodes_synced.set()
+        self._on_freed()
+
+    def node_event(self, kind: str, node: Mapping[str, Any]) -> None:
+        with self._lock:
+            if kind == "DELETED":
+                self._nodes.pop(node["metadata"]["name"], None)
+            else:
+                self._nodes[node["metadata"]["name"]] = Node.of(node)
+        if kind != "DELETED":
+            self._on_freed()
+
+    # -- pods --------------------------------------------------------------------------------------
+
+    def _add(self, node: str, requests: Amounts, sign: int) -> None:
+        used = self._used.setdefault(node, {})
+        for name, amount in requests.items():
+            used[name] = used.get(name, 0) + sign * amount
+        used["pods"] = used.get("pods", 0) + sign * 1000
+
+    def _set(self, uid: str, take: tuple[str, Amounts] | None) -> bool:
+        """Record what pod `uid` takes; return whether room was freed."""
+        before = self._takes.pop(uid, None)
+        if before is not None:
+            self._add(before[0], before[1], -1)
+        if take is not None:
+            self._takes[uid] = take
+            self._add(take[0], take[1], +1)
+        return before is not None and (take is None or take[0] != before[0])
+
+    def pods_listed(self, pods: Iterable[Pod]) -> None:
+        with self._lock:
+            self._takes.clear()
+            self._used.clear()
+            for pod in pods:
+                node = room_node(pod)
+                if node is not None:
+                    self._set(p.uid(pod), (node, from_decimals(pod_requests(pod.get("spec", {})))))
+        self._on_freed()
+
+    def pod_event(self, kind: str, pod: Pod) -> None:
+        node = None if kind == "DELETED" else room_node(pod)
+        uid = p.uid(pod)
+        with self._lock:
+            before = self._takes.get(uid)
+            if before is not None and node == before[0]:
+                return  # requests cannot change while a pod has a node
+            take = (node, from_decimals(pod_requests(pod.get("spec", {})))) if node is not None else None
+            freed = self._set(uid, take)
+        if freed:
+            self._on_freed()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def room(self) -> Room:
+        """The free room of every node now (a copy: admission consumes it hypothetically)."""
+        with self._lock:
+            return Room(self._nodes.values(), self._used)
+
+    def empty_room(self) -> Room:
+        """Every node's whole allocatable room, as if nothing ran: what a gang could ever get."""
+        with self._lock:
+            return Room(self._nodes.values(), {})
