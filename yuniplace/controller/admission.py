@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.controller.capacity import ClusterRoom, room_node
 from yuniplace.controller.plan import AppView, Granted, Waiting, gang_spec
 from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 MIN_CYCLE_INTERVAL_S = 0.5
 
 Ticket = Granted | Waiting
+# States in which an application's gang may still be taking room it was admitted to.
+IN_FLIGHT = frozenset({AppState.RESERVING, AppState.RESERVED, AppState.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -43,14 +45,20 @@ class App:
     state: AppState
     arrival: tuple[float, str]
     queue: str
-    placed: Mapping[str, int]  # placeholders placed, by group
+    holding: Mapping[str, int]  # room already taken on nodes, by group: placed placeholders and members
+    gated: Mapping[str, int]  # members still held back, by group
     backing_off: bool
 
+    def _outstanding(self, group: str, min_member: int) -> int:
+        missing = max(0, min_member - self.holding.get(group, 0))
+        # Once reserved, only members still to be swapped in need room: the rest have had theirs.
+        return missing if self.state in (AppState.PENDING, AppState.RESERVING) else min(missing, self.gated.get(group, 0))
+
     def needs(self, outstanding: bool) -> list[Need]:
-        """The gang's placeholders: all of them, or (outstanding) those not placed yet."""
+        """The gang's room: all of it, or (outstanding) what no pod of it takes on a node yet."""
         return [
             Need(
-                count=g.min_member - (self.placed.get(g.name, 0) if outstanding else 0),
+                count=self._outstanding(g.name, g.min_member) if outstanding else g.min_member,
                 requests=amounts(g.min_resource),
                 constraints=Constraints(g.node_selector, tuple(g.tolerations), g.affinity),
                 label=f"{self.key.app_id}/{g.name}",
@@ -115,13 +123,8 @@ class Admission:
                 return
             self._dirty.clear()
             with self._lock:
-                if not self.waiting:
-                    continue
-                before = dict(self._tickets)
-                self._cycle()
-                changed = [k for k, t in self._tickets.items() if before.get(k) != t]
-            for key in changed:
-                self._wake(key)
+                if self.waiting:
+                    self._cycle()
 
     # -- the decision ------------------------------------------------------------------------------
 
@@ -134,19 +137,24 @@ class Admission:
                 continue
             notes = p.annotations(originator)
             state = AppState.parse(notes.get(keys.STATE))
-            if state not in (AppState.PENDING, AppState.RESERVING):
+            if state not in IN_FLIGHT and state != AppState.PENDING:
                 continue
             try:
                 spec = gang_spec(view, self._limits)
             except InvalidGang:
                 continue
-            placed: dict[str, int] = {}
-            for ph in view.placeholders:
-                if p.node_name(ph) and not p.is_deleting(ph):
-                    group = p.task_group_name(ph) or ""
-                    placed[group] = placed.get(group, 0) + 1
+            # A swap deletes a placeholder before it releases the member taking its room: counting
+            # members that take room as well as placeholders keeps that room from looking free.
+            holding: dict[str, int] = {}
+            gated: dict[str, int] = {}
+            for pod in view.placeholders + view.members:
+                group = p.task_group_name(pod) or ""
+                if room_node(pod) is not None:
+                    holding[group] = holding.get(group, 0) + 1
+                elif p.is_gated(pod) and not p.is_terminal(pod):
+                    gated[group] = gated.get(group, 0) + 1
             retry = p.parse_time(notes.get(keys.RETRY_AFTER))
-            yield App(key, spec, state, (p.created_at(originator), str(key)), p.queue(originator), placed,
+            yield App(key, spec, state, (p.created_at(originator), str(key)), p.queue(originator), holding, gated,
                       backing_off=retry is not None and now < retry and state == AppState.PENDING)
 
     def _cycle(self) -> None:
@@ -154,7 +162,7 @@ class Admission:
         self._granted &= {k for k, a in apps.items() if a.state == AppState.PENDING}
         room = self._room.room()
         for app in apps.values():
-            if app.state == AppState.RESERVING or app.key in self._granted:
+            if app.state in IN_FLIGHT or app.key in self._granted:
                 room.take_all(app.needs(outstanding=True))
         empty = self._room.empty_room()
         tickets: dict[p.AppKey, Ticket] = {}
@@ -190,8 +198,11 @@ class Admission:
             else:
                 message = f"{why}; position {behind[queue]} in queue {queue}, behind {heads[queue]}"
             tickets.update({a.key: Waiting(message) for a in unit})
+        changed = [key for key, ticket in tickets.items() if self._tickets.get(key) != ticket]
         self._tickets = tickets
         self.waiting = sum(1 for t in tickets.values() if isinstance(t, Waiting))
+        for key in changed:  # reconciled again: to reserve, or to tell why it still waits
+            self._wake(key)
         for key in list(self._announced):
             if key not in tickets:
                 del self._announced[key]

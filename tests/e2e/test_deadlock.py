@@ -1,0 +1,248 @@
+"""Capacity-aware admission end to end: gangs that would split a full cluster between them and wait
+on each other forever, and a large gang among a stream of small ones.
+
+Each application stands for a job that needs all of its pods running to make progress: the test
+finishes a job (its pods Succeeded) once every member runs, as the job itself would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    Placement,
+    events_for,
+    finish,
+    gang_pod,
+)
+from yuniplace.gang import keys
+from yuniplace.kube.watch import ListWatch
+from yuniplace.localcluster import wait_until
+
+Pod = dict  # a pod as the watch delivers it
+
+
+class Jobs:
+    """Watches a namespace's pods: which applications hold placeholders at once, when each first
+    reserved, and, playing each job, finishes an application's pods once all of them run."""
+
+    def __init__(self, cluster: Cluster, namespace: str, sizes: dict[str, int]) -> None:
+        self._cluster = cluster
+        self._namespace = namespace
+        self.sizes = dict(sizes)
+        self.lock = threading.Lock()
+        self.live_placeholders: dict[str, set[str]] = defaultdict(set)
+        self.placed: dict[str, set[str]] = defaultdict(set)
+        self.most_apps_holding_at_once = 0
+        self.standoff: dict[str, int] | None = None  # placed placeholders by app while all held some, none complete
+        self.first_placeholder: dict[str, float] = {}
+        self.running: dict[str, set[str]] = defaultdict(set)
+        self.succeeded: dict[str, set[str]] = defaultdict(set)
+        self.done_at: dict[str, float] = {}
+        self.hold: set[str] = set()  # jobs the test keeps running for now
+        self._watch = ListWatch(cluster.client, f"/api/v1/namespaces/{namespace}/pods",
+                                on_list=lambda pods: [self._seen("ADDED", pod) for pod in pods], on_event=self._seen)
+
+    def _seen(self, kind: str, pod: Pod) -> None:
+        meta = pod["metadata"]
+        labels = meta.get("labels") or {}
+        finished: list[str] = []
+        with self.lock:
+            if labels.get(keys.PLACEHOLDER) == "true":
+                app = (meta.get("annotations") or {}).get(keys.PLACEHOLDER_APP, "")
+                gone = kind == "DELETED" or meta.get("deletionTimestamp")
+                (self.live_placeholders[app].discard if gone else self.live_placeholders[app].add)(meta["name"])
+                (self.placed[app].discard if gone or not pod["spec"].get("nodeName") else self.placed[app].add)(meta["name"])
+                self.first_placeholder.setdefault(app, time.monotonic())
+                holding = [a for a, names in self.live_placeholders.items() if names]
+                self.most_apps_holding_at_once = max(self.most_apps_holding_at_once, len(holding))
+                partial = {a: len(self.placed[a]) for a in self.sizes if 0 < len(self.placed[a]) < self.sizes[a]}
+                if len(partial) > 1 and sum(partial.values()) > sum((self.standoff or {}).values()):
+                    self.standoff = partial  # the fullest split seen
+                return
+            app = labels.get("spark-app-selector")
+            if app not in self.sizes:
+                return
+            phase = pod.get("status", {}).get("phase")
+            if phase == "Running" and kind != "DELETED":
+                self.running[app].add(meta["name"])
+            if phase == "Succeeded":
+                self.succeeded[app].add(meta["name"])
+                if len(self.succeeded[app]) == self.sizes[app]:
+                    self.done_at.setdefault(app, time.monotonic())
+            if len(self.running[app]) == self.sizes[app] and app not in self.hold and not self.succeeded[app]:
+                finished = sorted(self.running[app])
+                self.succeeded[app].add("finishing")
+        for name in finished:
+            finish(self._cluster, self._namespace, name)
+
+    def release(self, *apps: str) -> None:
+        """Let held jobs finish (at once for those whose pods all run)."""
+        for app in apps:
+            with self.lock:
+                self.hold.discard(app)
+                names = sorted(self.running[app]) if len(self.running[app]) == self.sizes[app] and not self.succeeded[app] else []
+                if names:
+                    self.succeeded[app].add("finishing")
+            for name in names:
+                finish(self._cluster, self._namespace, name)
+
+    def describe(self) -> str:
+        with self.lock:
+            return (f"placeholders placed {dict((a, len(n)) for a, n in self.placed.items())}, "
+                    f"live {dict((a, len(n)) for a, n in self.live_placeholders.items())}, "
+                    f"running {dict((a, len(n)) for a, n in self.running.items())}, standoff {self.standoff}")
+
+    def all_done(self) -> bool:
+        with self.lock:
+            return len(self.done_at) == len(self.sizes)
+
+    def __enter__(self) -> Jobs:
+        threading.Thread(target=self._watch.run, daemon=True).start()
+        wait_until(self._watch.synced.is_set, 30)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._watch.stop()
+
+
+def job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, timeout_s: int) -> list[str]:
+    """A job of `members` pods of 1 CPU, each carrying the task groups (as a Job's pod template does)."""
+    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
+    names = [f"{app}-{i}" for i in range(members)]
+    for name in names:
+        pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi",
+                       policy=f"placeholderTimeoutInSeconds={timeout_s} gangSchedulingStyle=Soft")
+        cluster.create_pod(namespace, place.pin(pod))
+    return names
+
+
+def three_jobs_on_ten_slots(cluster: Cluster, namespace: str, place: Placement, timeout_s: int) -> None:
+    """Three jobs of 5 pods created together on 10 free slots, interleaved as concurrent submitters would."""
+    names = {app: [f"{app}-{i}" for i in range(5)] for app in ("job-a", "job-b", "job-c")}
+    groups = [place.group("workers", 5, cpu="1", memory="1Gi")]
+    for i in range(5):
+        for app in names:
+            pod = gang_pod(names[app][i], app, "workers", task_groups=groups, cpu="1", memory="1Gi",
+                           policy=f"placeholderTimeoutInSeconds={timeout_s} gangSchedulingStyle=Soft")
+            cluster.create_pod(namespace, place.pin(pod))
+
+
+SIZES = {"job-a": 5, "job-b": 5, "job-c": 5}
+
+
+@pytest.fixture
+def ten_slots(pool: Callable[..., Placement]) -> Placement:
+    return pool(5, cpu="2", memory="8Gi")
+
+
+def test_without_admission_three_gangs_split_ten_slots_and_time_out(
+    cluster: Cluster, namespace: str, ten_slots: Placement, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jobs run until the test has seen how the cluster was shared out (here: the first timeout),
+    then finish once all their pods run; the makespan is from creation to the last job done."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, "--admission=off")
+    process.start()
+    try:
+        with Jobs(cluster, namespace, SIZES) as jobs:
+            jobs.hold.update(SIZES)
+            started = time.monotonic()
+            three_jobs_on_ten_slots(cluster, namespace, ten_slots, timeout_s=15)
+            try:
+                wait_until(lambda: events_for(cluster, namespace, "PlaceholderTimeOut"), 60)
+            except TimeoutError:
+                raise AssertionError(f"no timeout: {jobs.describe()}\n{process.log()}") from None
+            # The standoff: several jobs held part of the cluster at once, none of them complete.
+            assert jobs.most_apps_holding_at_once == 3
+            assert jobs.standoff is not None and len(jobs.standoff) >= 2, jobs.describe()
+            jobs.release(*SIZES)
+            try:
+                wait_until(jobs.all_done, 90)
+                makespan = f"{max(jobs.done_at.values()) - started:.1f} s"
+            except TimeoutError:
+                makespan = "not finished 90 s after the timeouts (pods released normally split the nodes again)"
+            timed_out = {e["involvedObject"]["name"] for e in events_for(cluster, namespace, "PlaceholderTimeOut")}
+            with capsys.disabled():
+                print(f"\nadmission off: placeholders of 3 jobs at once; fullest split {jobs.standoff} (of 5 each, "
+                      f"none complete); {len(timed_out)} job(s) timed out; makespan {makespan}")
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+def test_with_admission_three_gangs_on_ten_slots_all_complete(
+    cluster: Cluster, namespace: str, controller: ControllerProcess, ten_slots: Placement,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As above, the jobs run until the test has seen how the cluster was shared out (here: the
+    third job told to wait)."""
+    with Jobs(cluster, namespace, SIZES) as jobs:
+        jobs.hold.update(SIZES)
+        started = time.monotonic()
+        three_jobs_on_ten_slots(cluster, namespace, ten_slots, timeout_s=15)
+        wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 60)
+        jobs.release(*SIZES)
+        wait_until(jobs.all_done, 120)
+        makespan = max(jobs.done_at.values()) - started
+        assert jobs.most_apps_holding_at_once <= 2, "three gangs held placeholders at once on room for two"
+    assert not events_for(cluster, namespace, "PlaceholderTimeOut")
+    waiting = events_for(cluster, namespace, "GangWaiting")
+    assert "waiting for free capacity" in waiting[0]["message"] and "queue" in waiting[0]["message"], waiting
+    with capsys.disabled():
+        print(f"\nadmission on: all 3 jobs completed, none timed out; makespan {makespan:.1f} s; "
+              f"{waiting[0]['involvedObject']['name']}: {waiting[0]['message']}")
+
+
+def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
+    cluster: Cluster, namespace: str, controller: ControllerProcess, pool: Callable[..., Placement],
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4 slots; two small jobs (2 pods) run when a big one (4 pods) arrives, then small jobs keep
+    arriving, one more each time a job finishes. The bound: the big job reserves as soon as the
+    jobs running when it arrived have finished, before any small job that arrived after it, since
+    every slot they free is one the big job can use."""
+    place = pool(2, cpu="2", memory="8Gi")
+    sizes = {"small-0": 2, "small-1": 2, "big": 4, **{f"small-{i}": 2 for i in range(2, 8)}}
+    with Jobs(cluster, namespace, sizes) as jobs:
+        jobs.hold.update({"small-0", "small-1"})
+        job(cluster, namespace, place, "small-0", 2, timeout_s=120)
+        job(cluster, namespace, place, "small-1", 2, timeout_s=120)
+        wait_until(lambda: len(jobs.running["small-0"]) == 2 and len(jobs.running["small-1"]) == 2, 60)
+        arrived = time.monotonic()
+        job(cluster, namespace, place, "big", 4, timeout_s=120)
+        wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 30)
+        stream = iter(range(2, 8))
+
+        def next_small() -> None:
+            index = next(stream, None)
+            if index is not None:
+                job(cluster, namespace, place, f"small-{index}", 2, timeout_s=120)
+
+        next_small()
+        next_small()  # two small jobs queue behind the big one before anything finishes
+        for held in ("small-0", "small-1"):
+            jobs.release(held)
+            next_small()
+        freed = time.monotonic()  # the jobs running when the big one arrived are finishing
+        wait_until(lambda: "big" in jobs.done_at, 90)
+        big_started = jobs.first_placeholder["big"] - arrived
+        after_freed = jobs.first_placeholder["big"] - freed
+        for _ in range(4):
+            next_small()
+        wait_until(jobs.all_done, 120)
+        later = {app: jobs.first_placeholder[app] for app in sizes if app.startswith("small-") and app not in ("small-0", "small-1")}
+        assert all(t > jobs.first_placeholder["big"] for t in later.values()), \
+            f"a small job that arrived after the big one reserved first: {later} vs {jobs.first_placeholder['big']}"
+    waiting = [e["message"] for e in events_for(cluster, namespace, "GangWaiting")]
+    assert any("position" in note for note in waiting), waiting
+    with capsys.disabled():
+        print(f"\nstarvation: big gang reserved {big_started:.2f} s after arriving, {after_freed:.2f} s after the jobs "
+              f"running then were let finish; {len(later)} small jobs that arrived later all reserved after it")
+
