@@ -107,3 +107,24 @@ def test_pods_for_another_scheduler_are_left_to_it() -> None:
     assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in ops
     # And a scheduler named in the configuration is served too.
     assert patch_of(mutate(review(subject), schedulers=frozenset({"yunikorn"})))
+
+
+@pytest.mark.parametrize(
+    ("annotations", "labels"),
+    [
+        ({}, {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"}),
+        ({keys.KOORDINATOR_NAME: "train", keys.KOORDINATOR_MIN_AVAILABLE: "2"}, {}),
+        ({}, {keys.POD_GROUP_LABEL: "etl"}),
+    ],
+)
+def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labels: dict[str, str]) -> None:
+    subject = pod(annotations, labels, containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+    assert patch_of(mutate(review(subject))) == [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}]
+    assert validate(review(subject))["response"]["allowed"]
+
+
+def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
+    subject = pod({}, {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "-1"},
+                  containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+    answer = validate(review(subject))["response"]
+    assert not answer["allowed"] and "pod-group.scheduling.sigs.k8s.io/min-available" in answer["status"]["message"]
