@@ -43,13 +43,19 @@ CONTROLLER_RULES = {
     ("", "pods/status"): {"patch"},
     ("", "pods/finalizers"): {"update"},
     ("events.k8s.io", "events"): {"create"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
 }
+# Admission reads, in every namespace, what each node has and what runs on it; nothing else.
+ADMISSION_RULES = {("", "nodes"): {"list", "watch"}, ("", "pods"): {"list", "watch"}}
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
 }
-GANG_CEL_KEYS = ("yunikorn.apache.org/task-groups", "yunikorn.apache.org/task-group-name")
+GANG_CEL_KEYS = ("yunikorn.apache.org/task-groups", "yunikorn.apache.org/task-group-name",
+                 "gang.scheduling.koordinator.sh/name", "pod-group.scheduling.sigs.k8s.io/name",
+                 "scheduling.x-k8s.io/pod-group")
 
 
 # -- helm and kubectl --------------------------------------------------------------------------------
@@ -208,8 +214,12 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     out = dry_run(cluster, manifests, namespace)
     assert out.count("(server dry run)") == len(manifests), out
 
-    # Pods and events: a Role in the watched namespace instead of a ClusterRole.
-    assert not objects(manifests, "ClusterRole") and not objects(manifests, "ClusterRoleBinding")
+    # Pods and events: a Role in the watched namespace instead of a ClusterRole; cluster-wide, only
+    # admission's reading of nodes and pods.
+    [cluster_role] = objects(manifests, "ClusterRole")
+    assert rule_verbs(cluster_role) == ADMISSION_RULES
+    [cluster_binding] = objects(manifests, "ClusterRoleBinding")
+    assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
     roles = {m["metadata"]["namespace"]: m for m in objects(manifests, "Role")}
     assert set(roles) == {namespace, other_namespace}
     assert rule_verbs(roles[other_namespace]) == CONTROLLER_RULES
@@ -286,7 +296,7 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     assert container["args"] == [
         "controller", "--workers=4", "--placeholder-image=registry.k8s.io/pause:3.10", "--default-timeout=900",
         "--default-style=Soft", "--max-members-per-group=1000", "--max-members-per-app=5000",
-        "--http-address=0.0.0.0:8080", "--log-level=INFO", "--log-format=json",
+        "--admission=capacity", "--strict-backoff=10", "--http-address=0.0.0.0:8080", "--log-level=INFO", "--log-format=json",
         "--leader-elect", f"--leader-election-namespace={namespace}", "--leader-election-id=yp-yuniplace",
         "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
         "--webhook-address=0.0.0.0:9443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key",
@@ -294,7 +304,8 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     assert container["image"] == "ghcr.io/yuniplace/yuniplace:0.1.0"
 
     # RBAC: exactly the controller's verbs, no wildcard anywhere, the Lease in a namespaced Role.
-    assert rule_verbs(one(manifests, "ClusterRole")) == CONTROLLER_RULES
+    cluster_roles = [rule_verbs(m) for m in objects(manifests, "ClusterRole")]
+    assert len(cluster_roles) == 2 and CONTROLLER_RULES in cluster_roles and ADMISSION_RULES in cluster_roles, cluster_roles
     for role in objects(manifests, "ClusterRole") + objects(manifests, "Role"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
@@ -355,6 +366,31 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
     args = container_args(plain)
     assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+
+    unadmitted = render(cluster, "yp", namespace, {"admission": "off"})
+    assert "--admission=off" in container_args(unadmitted)
+    assert [rule_verbs(m) for m in objects(unadmitted, "ClusterRole")] == [CONTROLLER_RULES]
+    refused = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--set", "admission=sometimes", check=False)
+    assert refused.returncode != 0 and 'admission must be capacity or off, not "sometimes"' in refused.stderr
+
+
+def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace: str) -> None:
+    """The chart's crds/: installed by helm when absent; its PodGroups take a status as yuniplace writes it."""
+    out = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--include-crds").stdout
+    [crd] = [m for m in yaml.safe_load_all(out) if m and m["kind"] == "CustomResourceDefinition"]
+    assert crd["metadata"]["name"] == "podgroups.scheduling.x-k8s.io"
+    cluster.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io")
+    path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
+    created = cluster.client.create(path, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                                           "metadata": {"name": "pg"}, "spec": {"minMember": 3}})
+    assert created["spec"]["minMember"] == 3
+    status = {"phase": "Scheduled", "scheduled": 3, "running": 0, "succeeded": 0, "failed": 0,
+              "scheduleStartTime": "2026-01-01T00:00:00Z"}
+    patched = cluster.client.patch(f"{path}/pg/status", {"status": status})
+    assert patched["status"] == status
+    printed = cluster.kubectl("get", "podgroups", "-n", namespace)
+    assert "Scheduled" in printed and "MINMEMBER" in printed
 
 
 # -- install -----------------------------------------------------------------------------------------

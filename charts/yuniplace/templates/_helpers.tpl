@@ -27,12 +27,24 @@ Name of cluster-scoped objects (ClusterRole, webhook configurations): qualified 
 so releases of the same name in different namespaces (one per watched namespace) do not collide.
 */}}
 {{- define "yuniplace.clusterName" -}}
-{{- $name := printf "%s-%s" (include "yuniplace.fullname" .) .Release.Namespace }}
-{{- if gt (len $name) 63 }}
-{{- /* Shortened with a hash of the whole, so long namespaces sharing a prefix stay apart. */}}
-{{- printf "%s-%s" ($name | trunc 54 | trimSuffix "-") ($name | sha256sum | trunc 8) }}
+{{- include "yuniplace.hashedName" (printf "%s-%s" (include "yuniplace.fullname" .) .Release.Namespace) }}
+{{- end }}
+
+{{/*
+Name of the read-only ClusterRole (and binding) that admission needs.
+*/}}
+{{- define "yuniplace.admissionClusterName" -}}
+{{- include "yuniplace.hashedName" (printf "%s-%s-admission" (include "yuniplace.fullname" .) .Release.Namespace) }}
+{{- end }}
+
+{{/*
+A name of at most 63 characters: shortened with a hash of the whole, so long names sharing a prefix stay apart.
+*/}}
+{{- define "yuniplace.hashedName" -}}
+{{- if gt (len .) 63 }}
+{{- printf "%s-%s" (. | trunc 54 | trimSuffix "-") (. | sha256sum | trunc 8) }}
 {{- else }}
-{{- $name }}
+{{- . }}
 {{- end }}
 {{- end }}
 
@@ -180,7 +192,19 @@ Match conditions (CEL): the apiserver calls the webhooks only for pods carrying 
 with failurePolicy Fail a webhook that is down never blocks any other pod.
 */}}
 {{- define "yuniplace.gangPodCEL" -}}
-has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations)
+(has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations || 'gang.scheduling.koordinator.sh/name' in object.metadata.annotations)) || (has(object.metadata.labels) && ('pod-group.scheduling.sigs.k8s.io/name' in object.metadata.labels || 'scheduling.x-k8s.io/pod-group' in object.metadata.labels))
+{{- end }}
+
+{{/*
+The admission mode, checked: `capacity` (the default) or `off`. YAML reads a bare `off` as false.
+*/}}
+{{- define "yuniplace.admission" -}}
+{{- $mode := .Values.admission | toString -}}
+{{- if eq $mode "false" }}{{ $mode = "off" }}{{ end -}}
+{{- if not (has $mode (list "capacity" "off")) -}}
+{{- fail (printf "admission must be capacity or off, not %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
 {{- end }}
 
 {{/*
