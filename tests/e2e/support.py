@@ -280,6 +280,19 @@ def gang_pod(
     return pod
 
 
+def gang_job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, policy: str,
+             annotations: Mapping[str, str] | None = None) -> list[str]:
+    """A job of `members` pods of 1 CPU on the test's nodes, each carrying the task groups (as a Job's
+    pod template does) and the extra annotations; returns their names."""
+    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
+    names = [f"{app}-{i}" for i in range(members)]
+    for name in names:
+        pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi", policy=policy)
+        pod["metadata"]["annotations"].update(annotations or {})
+        cluster.create_pod(namespace, place.pin(pod))
+    return names
+
+
 def events_for(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, Any]]:
     """Events of a reason as `kubectl get events` shows them through the generated kubeconfig."""
     items = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json"))["items"]

@@ -21,6 +21,7 @@ from tests.e2e.support import (
     Placement,
     events_for,
     finish,
+    gang_job,
     gang_pod,
 )
 from yuniplace.gang import keys
@@ -28,6 +29,10 @@ from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import wait_until
 
 Pod = dict  # a pod as the watch delivers it
+
+
+SIZES = {"job-a": 5, "job-b": 5, "job-c": 5}
+LONG = "placeholderTimeoutInSeconds=120"
 
 
 class Jobs:
@@ -114,29 +119,16 @@ class Jobs:
         self._watch.stop()
 
 
-def job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, timeout_s: int) -> list[str]:
-    """A job of `members` pods of 1 CPU, each carrying the task groups (as a Job's pod template does)."""
-    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
-    names = [f"{app}-{i}" for i in range(members)]
-    for name in names:
-        pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi",
-                       policy=f"placeholderTimeoutInSeconds={timeout_s} gangSchedulingStyle=Soft")
-        cluster.create_pod(namespace, place.pin(pod))
-    return names
-
-
 def three_jobs_on_ten_slots(cluster: Cluster, namespace: str, place: Placement, timeout_s: int) -> None:
     """Three jobs of 5 pods created together on 10 free slots, interleaved as concurrent submitters would."""
-    names = {app: [f"{app}-{i}" for i in range(5)] for app in ("job-a", "job-b", "job-c")}
     groups = [place.group("workers", 5, cpu="1", memory="1Gi")]
+    policy = f"placeholderTimeoutInSeconds={timeout_s} gangSchedulingStyle=Soft"
     for i in range(5):
-        for app in names:
-            pod = gang_pod(names[app][i], app, "workers", task_groups=groups, cpu="1", memory="1Gi",
-                           policy=f"placeholderTimeoutInSeconds={timeout_s} gangSchedulingStyle=Soft")
+        for app in SIZES:
+            pod = gang_pod(f"{app}-{i}", app, "workers", task_groups=groups, cpu="1", memory="1Gi", policy=policy)
             cluster.create_pod(namespace, place.pin(pod))
 
 
-SIZES = {"job-a": 5, "job-b": 5, "job-c": 5}
 
 
 @pytest.fixture
@@ -212,18 +204,18 @@ def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
     sizes = {"small-0": 2, "small-1": 2, "big": 4, **{f"small-{i}": 2 for i in range(2, 8)}}
     with Jobs(cluster, namespace, sizes) as jobs:
         jobs.hold.update({"small-0", "small-1"})
-        job(cluster, namespace, place, "small-0", 2, timeout_s=120)
-        job(cluster, namespace, place, "small-1", 2, timeout_s=120)
+        gang_job(cluster, namespace, place, "small-0", 2, policy=LONG)
+        gang_job(cluster, namespace, place, "small-1", 2, policy=LONG)
         wait_until(lambda: len(jobs.running["small-0"]) == 2 and len(jobs.running["small-1"]) == 2, 60)
         arrived = time.monotonic()
-        job(cluster, namespace, place, "big", 4, timeout_s=120)
+        gang_job(cluster, namespace, place, "big", 4, policy=LONG)
         wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 30)
         stream = iter(range(2, 8))
 
         def next_small() -> None:
             index = next(stream, None)
             if index is not None:
-                job(cluster, namespace, place, f"small-{index}", 2, timeout_s=120)
+                gang_job(cluster, namespace, place, f"small-{index}", 2, policy=LONG)
 
         next_small()
         next_small()  # two small jobs queue behind the big one before anything finishes

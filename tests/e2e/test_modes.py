@@ -16,7 +16,7 @@ from tests.e2e.support import (
     NamespaceRecorder,
     Placement,
     events_for,
-    gang_pod,
+    gang_job,
     is_failed,
     is_running,
     placeholders,
@@ -26,18 +26,6 @@ from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import wait_until
 
 
-def gang(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, policy: str,
-         annotations: dict[str, str]) -> list[str]:
-    """A job of `members` pods of 1 CPU, each carrying the task groups and the extra annotations."""
-    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
-    names = [f"{app}-{i}" for i in range(members)]
-    for name in names:
-        pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi", policy=policy)
-        pod["metadata"]["annotations"].update(annotations)
-        cluster.create_pod(namespace, place.pin(pod))
-    return names
-
-
 def test_strict_releases_a_partial_reservation_and_retries_until_it_fits(
     cluster: Cluster, namespace: str, pool: Callable[..., Placement], recorder: NamespaceRecorder, tmp_path: Path
 ) -> None:
@@ -45,7 +33,7 @@ def test_strict_releases_a_partial_reservation_and_retries_until_it_fits(
     process.start()
     try:
         place = pool(3, cpu="1", memory="8Gi")  # room for 3 of the 5
-        names = gang(cluster, namespace, place, "strict", 5, policy="placeholderTimeoutInSeconds=120",
+        names = gang_job(cluster, namespace, place, "strict", 5, policy="placeholderTimeoutInSeconds=120",
                      annotations={keys.GANG_MODE: "Strict"})
         released = wait_until(lambda: events_for(cluster, namespace, "GangReservationReleased"), 60)
         assert "Strict mode releases the partial reservation" in released[0]["message"]
@@ -71,7 +59,7 @@ def test_non_strict_holds_a_partial_reservation_until_the_timeout(
     recorder: NamespaceRecorder
 ) -> None:
     place = pool(3, cpu="1", memory="8Gi")
-    names = gang(cluster, namespace, place, "patient", 5, policy="placeholderTimeoutInSeconds=10 gangSchedulingStyle=Soft",
+    names = gang_job(cluster, namespace, place, "patient", 5, policy="placeholderTimeoutInSeconds=10 gangSchedulingStyle=Soft",
                  annotations={keys.GANG_MODE: "NonStrict"})
     wait_until(lambda: len(recorder.placeholder_nodes) == 3, 60)
     wait_until(lambda: events_for(cluster, namespace, "PlaceholderTimeOut"), 60)
@@ -142,11 +130,11 @@ def test_gang_group_across_namespaces_starts_together(
     place = pool(4, cpu="2", memory="8Gi")
     together = {keys.GANG_GROUP: json.dumps([f"{namespace}/train", f"{other_namespace}/eval"])}
     with Bindings(cluster, {namespace, other_namespace}) as bindings:
-        train = gang(cluster, namespace, place, "train", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
+        train = gang_job(cluster, namespace, place, "train", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
         waiting = wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 30)
         assert f"{other_namespace}/eval" in waiting[0]["message"]
         assert not placeholders(cluster, namespace), "a gang group member reserved before its group was complete"
-        evaluate = gang(cluster, other_namespace, place, "eval", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
+        evaluate = gang_job(cluster, other_namespace, place, "eval", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
         for ns, names in ((namespace, train), (other_namespace, evaluate)):
             for name in names:
                 cluster.wait_pod(ns, name, is_running, timeout_s=60)
@@ -166,8 +154,8 @@ def test_gang_group_across_namespaces_fails_together(
     together = {keys.GANG_GROUP: json.dumps([f"{namespace}/small", f"{other_namespace}/huge"])}
     hard = "placeholderTimeoutInSeconds=10 gangSchedulingStyle=Hard"
     with Bindings(cluster, {namespace, other_namespace}) as bindings:
-        small = gang(cluster, namespace, place, "small", 2, policy=hard, annotations=together)
-        huge = gang(cluster, other_namespace, place, "huge", 10, policy=hard, annotations=together)
+        small = gang_job(cluster, namespace, place, "small", 2, policy=hard, annotations=together)
+        huge = gang_job(cluster, other_namespace, place, "huge", 10, policy=hard, annotations=together)
         for ns, names in ((namespace, small), (other_namespace, huge)):
             for name in names:
                 cluster.wait_pod(ns, name, is_failed, timeout_s=60)

@@ -152,3 +152,31 @@ def test_freed_room_wakes_the_waiting_application() -> None:
         stop.set()
         runner.join()
     assert world.ticket("a") == Granted()
+
+
+def member(app: str, index: int, *, gated: bool) -> dict[str, Any]:
+    pod = gang(app, 1, created=1)
+    pod["metadata"].update(name=f"{app}-{index}", uid=f"uid-{app}-{index}", annotations={keys.TASK_GROUP_NAME: "workers"})
+    pod["spec"]["schedulingGates"] = [{"name": keys.GATE}] if gated else []
+    return pod
+
+
+def test_members_released_by_a_swap_keep_their_room_until_bound() -> None:
+    """b is reserved and swapping: its placeholders are gone, its members released but not bound yet.
+    Their room must not be offered to c in between."""
+    swapping = [gang("b", 6, created=1, state="Reserved")] + [member("b", i, gated=False) for i in range(1, 6)]
+    swapping[0]["spec"]["schedulingGates"] = []
+    world = World(ten_slots(), swapping + [gang("c", 5, created=2)])
+    assert isinstance(world.ticket("c"), Waiting)
+
+
+def test_members_that_finished_need_no_room() -> None:
+    """b runs; its members are done but its originator still runs: the room is c's."""
+    done = [member("b", i, gated=False) for i in range(1, 6)]
+    for pod in done:
+        pod["status"]["phase"] = "Succeeded"
+    running = gang("b", 6, created=1, state="Running")
+    running["spec"] = {"nodeName": "n0", "containers": running["spec"]["containers"]}
+    running["status"]["phase"] = "Running"
+    world = World(ten_slots(), [running, *done, gang("c", 5, created=2)])
+    assert world.ticket("c") == Granted()

@@ -22,7 +22,7 @@ def test_every_example_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(ALL_EXAMPLES) >= 8
     code, out = run(capsys, "--strict", *ALL_EXAMPLES)
     assert code == 0, out
-    assert out.strip().splitlines()[-1].startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 12 gang pod(s), 0 error(s), 0 warning(s)")
+    assert out.strip().splitlines()[-1].startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 15 gang pod(s), 0 error(s), 0 warning(s)")
 
 
 def test_spark_memory_overhead_left_out_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from yuniplace.controller.capacity import ClusterRoom, room_node
+from yuniplace.controller.capacity import ClusterRoom
 from yuniplace.controller.plan import AppView, Granted, Waiting, gang_spec
 from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
@@ -45,14 +45,14 @@ class App:
     state: AppState
     arrival: tuple[float, str]
     queue: str
-    holding: Mapping[str, int]  # room already taken on nodes, by group: placed placeholders and members
-    gated: Mapping[str, int]  # members still held back, by group
+    holding: Mapping[str, int]  # room taken on nodes, by group: placed placeholders and members
+    needing: Mapping[str, int]  # live members taking no room yet, by group
     backing_off: bool
 
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
         # Once reserved, only members still to be swapped in need room: the rest have had theirs.
-        return missing if self.state in (AppState.PENDING, AppState.RESERVING) else min(missing, self.gated.get(group, 0))
+        return missing if self.state in (AppState.PENDING, AppState.RESERVING) else min(missing, self.needing.get(group, 0))
 
     def needs(self, outstanding: bool) -> list[Need]:
         """The gang's room: all of it, or (outstanding) what no pod of it takes on a node yet."""
@@ -143,18 +143,19 @@ class Admission:
                 spec = gang_spec(view, self._limits)
             except InvalidGang:
                 continue
-            # A swap deletes a placeholder before it releases the member taking its room: counting
-            # members that take room as well as placeholders keeps that room from looking free.
+            # A swap deletes a placeholder before it releases the member taking its room. Counted as
+            # the room sees them (not as the store does, which learns of writes sooner), a member
+            # between the two still needs room, so the room its placeholder left never looks free.
             holding: dict[str, int] = {}
-            gated: dict[str, int] = {}
+            needing: dict[str, int] = {}
             for pod in view.placeholders + view.members:
                 group = p.task_group_name(pod) or ""
-                if room_node(pod) is not None:
+                if self._room.holds(p.uid(pod)):
                     holding[group] = holding.get(group, 0) + 1
-                elif p.is_gated(pod) and not p.is_terminal(pod):
-                    gated[group] = gated.get(group, 0) + 1
+                elif not p.is_placeholder(pod) and not p.is_terminal(pod) and not p.is_deleting(pod):
+                    needing[group] = needing.get(group, 0) + 1
             retry = p.parse_time(notes.get(keys.RETRY_AFTER))
-            yield App(key, spec, state, (p.created_at(originator), str(key)), p.queue(originator), holding, gated,
+            yield App(key, spec, state, (p.created_at(originator), str(key)), p.queue(originator), holding, needing,
                       backing_off=retry is not None and now < retry and state == AppState.PENDING)
 
     def _cycle(self) -> None:

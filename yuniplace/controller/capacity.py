@@ -113,6 +113,11 @@ class ClusterRoom:
 
     # -- reading -----------------------------------------------------------------------------------
 
+    def holds(self, uid: str) -> bool:
+        """Whether the pod takes room on a node, as far as the room has seen."""
+        with self._lock:
+            return uid in self._takes
+
     def room(self) -> Room:
         """The free room of every node now (a copy: admission consumes it hypothetically)."""
         with self._lock:
