@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from yuniplace.gang.taskgroups import (
     GangSpec,
     InvalidGang,
     Limits,
+    Mode,
     Policy,
     Problem,
     Style,
@@ -853,3 +855,27 @@ def test_any_policy_text_parses_or_raises_invalid_gang(text: str | None) -> None
     else:
         assert 1 <= policy.timeout_s <= Limits().max_timeout_s
     assert style_of({SPP: text} if text is not None else {}) in (Style.SOFT, Style.HARD)
+
+
+def test_gang_mode_and_group_are_read_from_yuniplace_annotations() -> None:
+    notes = {keys.TASK_GROUPS: json.dumps([{"name": "w", "minMember": 2, "minResource": {"cpu": "1"}}]),
+             keys.GANG_MODE: "strict", keys.GANG_GROUP: '["a/x", "b/y", "a/x"]'}
+    spec = parse_gang(notes)
+    assert spec.mode == Mode.STRICT
+    assert spec.gang_group == ("a/x", "b/y")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (keys.GANG_MODE, "Eager", 'yuniplace.io/gang-mode: "Eager" must be Strict or NonStrict'),
+        (keys.GANG_GROUP, '"a/x"', 'yuniplace.io/gang-group: "a/x" must be a JSON array'),
+        (keys.GANG_GROUP, "[]", "must be a JSON array"),
+        (keys.GANG_GROUP, '["A/x"]', 'yuniplace.io/gang-group: "A/x" is not "namespace/app-id"'),
+        (keys.GANG_GROUP, json.dumps([f"ns/a{i}" for i in range(65)]), "more than the limit of 64"),
+    ],
+)
+def test_bad_gang_mode_or_group_names_the_annotation(key: str, value: str, message: str) -> None:
+    notes = {keys.TASK_GROUPS: json.dumps([{"name": "w", "minMember": 2, "minResource": {"cpu": "1"}}]), key: value}
+    with pytest.raises(InvalidGang, match=re.escape(message)):
+        parse_gang(notes)

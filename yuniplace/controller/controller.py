@@ -15,13 +15,14 @@ from yuniplace.controller.capacity import ClusterRoom
 from yuniplace.controller.events import EventRecorder
 from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.plan import AppView, Granted, Plan, Settings, Waiting, gang_spec, plan_application
+from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.store import PodStore
 from yuniplace.controller.workqueue import WorkQueue
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import InvalidGang
-from yuniplace.kube import ApiError, KubeClient, NotFound
+from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
 
 log = logging.getLogger(__name__)
@@ -65,18 +66,17 @@ class Controller:
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
         # covers every namespace even when only one namespace's applications are managed.
+        self.pod_groups = PodGroups(client, namespace, self.queue.add)
+        self.room: ClusterRoom | None = None
         self.admission: Admission | None = None
-        self.room = ClusterRoom(on_freed=self._capacity_changed)
+        self._node_watch: ListWatch | None = None
         if admission:
-            self.admission = Admission(self.room, self.store, settings.limits, self._pod_group_of, self.queue.add)
+            self.room = ClusterRoom(on_freed=self._capacity_changed)
+            self.admission = Admission(self.room, self.store, settings.limits, self.pod_groups.get, self.queue.add)
+            self._node_watch = ListWatch(client, "/api/v1/nodes", on_list=self.room.nodes_listed,
+                                         on_event=self.room.node_event, name="nodes")
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
         self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods")
-        self._node_watch = ListWatch(client, "/api/v1/nodes", on_list=self.room.nodes_listed,
-                                     on_event=self.room.node_event, name="nodes") if admission else None
-        pod_groups = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups" if namespace else f"{keys.POD_GROUP_API}/podgroups"
-        self._pod_groups: dict[p.AppKey, dict[str, object]] = {}
-        self._pod_group_watch = ListWatch(client, pod_groups, on_list=self._on_pod_groups, on_event=self._on_pod_group,
-                                          name="podgroups")
         self.synced = threading.Event()
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------
@@ -101,7 +101,7 @@ class Controller:
         return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
 
     def _on_list(self, pods: list[p.Pod]) -> None:
-        if self.admission is not None:
+        if self.room is not None:
             self.room.pods_listed(pods)
         pods = [pod for pod in pods if self._managed(pod)]
         self._waiting = {p.uid(pod): p.app_key(pod) for pod in pods if self._is_waiting(pod)}
@@ -109,7 +109,7 @@ class Controller:
             self.queue.add(key)
 
     def _on_event(self, kind: str, pod: p.Pod) -> None:
-        if self.admission is not None:
+        if self.room is not None:
             self.room.pod_event(kind, pod)
         if not self._managed(pod):
             return
@@ -129,29 +129,6 @@ class Controller:
             # reconcile instead of one each, while a quiet application still reacts at once.
             since = time.monotonic() - self._last_reconciled.get(key, 0.0)
             self.queue.add_after(key, MIN_RECONCILE_INTERVAL_S - since)
-
-    @staticmethod
-    def _pod_group_key(pod_group: dict[str, object]) -> p.AppKey:
-        metadata = pod_group["metadata"]
-        assert isinstance(metadata, dict)
-        return p.AppKey(metadata["namespace"], metadata["name"])
-
-    def _on_pod_groups(self, pod_groups: list[dict[str, object]]) -> None:
-        before = set(self._pod_groups)
-        self._pod_groups = {self._pod_group_key(g): g for g in pod_groups}
-        for key in before | set(self._pod_groups):
-            self.queue.add(key)
-
-    def _on_pod_group(self, kind: str, pod_group: dict[str, object]) -> None:
-        key = self._pod_group_key(pod_group)
-        if kind == "DELETED":
-            self._pod_groups.pop(key, None)
-        else:
-            self._pod_groups[key] = pod_group
-        self.queue.add(key)
-
-    def _pod_group_of(self, key: p.AppKey) -> dict[str, object] | None:
-        return self._pod_groups.get(key)
 
     # -- workers -----------------------------------------------------------------------------------
 
@@ -179,7 +156,7 @@ class Controller:
     def reconcile(self, key: p.AppKey) -> Plan:
         started = time.monotonic()
         self._last_reconciled[key] = started
-        view = AppView.of(key, self.store.app_pods(key), self._pod_groups.get(key))
+        view = AppView.of(key, self.store.app_pods(key), self.pod_groups.get(key))
         ticket, peers = self._context(view)
         plan = plan_application(view, self._clock(), self._settings, self.store.nodes_in_flight(), ticket, peers)
         self._executor.apply(plan)
@@ -244,32 +221,20 @@ class Controller:
                 self.queue.done(key)
                 self.metrics.queue_depth.set(self.queue.depth())
 
-    def _pod_groups_served(self) -> bool:
-        """Whether the PodGroup API (scheduler-plugins' CRD) is installed; without it, that dialect is off."""
-        try:
-            self._client.get(keys.POD_GROUP_API)
-        except NotFound:
-            log.info("the %s API is not installed: PodGroup gangs are not read (install the chart's CRD to enable them)", keys.POD_GROUP_API)
-            return False
-        except ApiError as error:
-            log.warning("cannot tell whether the PodGroup API is installed (%s): PodGroup gangs are not read", error)
-            return False
-        return True
-
     def start(self) -> None:
         """Start watching. Every replica watches, leader or not, so a standby is ready (its store
         synced) the moment it takes over, and readiness means the same on every replica."""
         watches = {"pods": self._watch}
         if self._node_watch is not None:
             watches["nodes"] = self._node_watch
-        if self._pod_groups_served():
-            watches["podgroups"] = self._pod_group_watch
         for name, watch in watches.items():
             threading.Thread(target=watch.run, name=f"watch-{name}", daemon=True).start()
+        pod_groups_synced = self.pod_groups.start()
+        waits = [w.synced for w in watches.values()] + ([pod_groups_synced] if pod_groups_synced else [])
 
         def synced() -> None:
-            for watch in watches.values():
-                watch.synced.wait()
+            for event in waits:
+                event.wait()
             self.synced.set()
 
         threading.Thread(target=synced, name="synced", daemon=True).start()
@@ -299,6 +264,6 @@ class Controller:
         self._watch.stop()
         if self._node_watch is not None:
             self._node_watch.stop()
-        self._pod_group_watch.stop()
+        self.pod_groups.watch.stop()
         self._executor.close()
         self.recorder.close()

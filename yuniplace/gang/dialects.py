@@ -16,7 +16,7 @@ from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang.resources import format_quantity, pod_requests
-from yuniplace.gang.taskgroups import InvalidGang, Mode, Problem
+from yuniplace.gang.taskgroups import InvalidGang, Mode, Problem, gang_group
 
 # The one task group of a gang written in another dialect.
 MEMBER_GROUP = "members"
@@ -135,6 +135,7 @@ def gang_annotations(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None
             problems.append(Problem(keys.KOORDINATOR_MODE, mode, "must be Strict or NonStrict"))
         built[keys.GANG_MODE] = mode
         if keys.KOORDINATOR_GROUPS in notes:
+            gang_group(notes[keys.KOORDINATOR_GROUPS], keys.KOORDINATOR_GROUPS, problems)
             built[keys.GANG_GROUP] = notes[keys.KOORDINATOR_GROUPS]
     else:
         if pod_group is None:

@@ -297,9 +297,9 @@ def _mode(annotations: Mapping[str, str], problems: list[Problem]) -> Mode:
     return matched
 
 
-def _gang_group(annotations: Mapping[str, str], problems: list[Problem]) -> tuple[str, ...]:
-    """`["team-a/job-1", "team-b/job-2"]`: the applications reserved together (this one may be listed)."""
-    text = annotations.get(keys.GANG_GROUP)
+def gang_group(text: str | None, where: str, problems: list[Problem]) -> tuple[str, ...]:
+    """`["team-a/job-1", "team-b/job-2"]`: the applications reserved together (this one may be listed).
+    `where` names the annotation it was read from, for the message."""
     if text is None:
         return ()
     try:
@@ -307,14 +307,14 @@ def _gang_group(annotations: Mapping[str, str], problems: list[Problem]) -> tupl
     except ValueError:
         raw = text
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw) or not raw:
-        problems.append(Problem(keys.GANG_GROUP, raw, 'must be a JSON array of "namespace/app-id" strings'))
+        problems.append(Problem(where, raw, 'must be a JSON array of "namespace/app-id" strings'))
         return ()
     if len(raw) > MAX_GANG_GROUP:
-        problems.append(Problem(keys.GANG_GROUP, len(raw), f"applications are more than the limit of {MAX_GANG_GROUP}"))
+        problems.append(Problem(where, len(raw), f"applications are more than the limit of {MAX_GANG_GROUP}"))
         return ()
     bad = [item for item in raw if not APP_REFERENCE.match(item)]
     if bad:
-        problems.append(Problem(keys.GANG_GROUP, bad[0], 'is not "namespace/app-id"'))
+        problems.append(Problem(where, bad[0], 'is not "namespace/app-id"'))
         return ()
     return tuple(dict.fromkeys(raw))
 
@@ -327,7 +327,7 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
     policy, policy_problems = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
     problems += policy_problems
     mode = _mode(annotations, problems)
-    gang_group = _gang_group(annotations, problems)
+    group_with = gang_group(annotations.get(keys.GANG_GROUP), keys.GANG_GROUP, problems)
     if len(text.encode()) > limits.max_annotation_bytes:
         raise InvalidGang([Problem(keys.TASK_GROUPS, f"{len(text.encode())} bytes", f"is larger than the {limits.max_annotation_bytes}-byte limit")] + problems)
     try:
@@ -350,7 +350,7 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
         problems.append(Problem("task-groups[*].minMember", total, f"in total exceeds the per-application limit of {limits.max_members_per_app}"))
     if problems:
         raise InvalidGang(problems)
-    return GangSpec(tuple(groups), policy, tuple(warnings), mode, gang_group)
+    return GangSpec(tuple(groups), policy, tuple(warnings), mode, group_with)
 
 
 def check_member(spec: GangSpec, group_name: str) -> None:
