@@ -130,8 +130,14 @@ class Admission:
 
     def _apps(self) -> Iterable[App]:
         now = time.time()
+        held = self._room.held()
         for key in self._store.keys():
-            view = AppView.of(key, self._store.app_pods(key), self._pod_group_of(key))
+            pods = self._store.app_pods(key)
+            # Most applications of a busy cluster just run: every live pod already has its room.
+            # They need nothing more and are passed over before the costlier work below.
+            if not any(p.is_placeholder(pod) or (p.uid(pod) not in held and not p.is_terminal(pod)) for pod in pods):
+                continue
+            view = AppView.of(key, pods, self._pod_group_of(key))
             originator = view.originator
             if originator is None or p.is_terminal(originator):
                 continue
@@ -150,7 +156,7 @@ class Admission:
             needing: dict[str, int] = {}
             for pod in view.placeholders + view.members:
                 group = p.task_group_name(pod) or ""
-                if self._room.holds(p.uid(pod)):
+                if p.uid(pod) in held:
                     holding[group] = holding.get(group, 0) + 1
                 elif not p.is_placeholder(pod) and not p.is_terminal(pod) and not p.is_deleting(pod):
                     needing[group] = needing.get(group, 0) + 1

@@ -8,6 +8,7 @@ placeholder to its real pod never looks free in between.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -51,6 +52,9 @@ class ClusterRoom:
         self._nodes: dict[str, Node] = {}
         self._takes: dict[str, tuple[str, Amounts]] = {}  # pod uid -> (node, requests)
         self._used: dict[str, Amounts] = {}
+        # Pods of a gang ask for the same amounts on a few hundred nodes: one shared copy of each
+        # keeps the room small at tens of thousands of pods.
+        self._shapes: dict[tuple[tuple[str, int], ...], Amounts] = {}
         self._on_freed = on_freed
         self.nodes_synced = threading.Event()
 
@@ -79,6 +83,11 @@ class ClusterRoom:
             used[name] = used.get(name, 0) + sign * amount
         used["pods"] = used.get("pods", 0) + sign * 1000
 
+    def _take(self, node: str, pod: Pod) -> tuple[str, Amounts]:
+        amounts = from_decimals(pod_requests(pod.get("spec", {})))
+        shape = self._shapes.setdefault(tuple(sorted(amounts.items())), amounts)
+        return sys.intern(node), shape
+
     def _set(self, uid: str, take: tuple[str, Amounts] | None) -> bool:
         """Record what pod `uid` takes; return whether room was freed."""
         before = self._takes.pop(uid, None)
@@ -96,7 +105,7 @@ class ClusterRoom:
             for pod in pods:
                 node = room_node(pod)
                 if node is not None:
-                    self._set(p.uid(pod), (node, from_decimals(pod_requests(pod.get("spec", {})))))
+                    self._set(p.uid(pod), self._take(node, pod))
         self._on_freed()
 
     def pod_event(self, kind: str, pod: Pod) -> None:
@@ -106,17 +115,17 @@ class ClusterRoom:
             before = self._takes.get(uid)
             if before is not None and node == before[0]:
                 return  # requests cannot change while a pod has a node
-            take = (node, from_decimals(pod_requests(pod.get("spec", {})))) if node is not None else None
+            take = self._take(node, pod) if node is not None else None
             freed = self._set(uid, take)
         if freed:
             self._on_freed()
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def holds(self, uid: str) -> bool:
-        """Whether the pod takes room on a node, as far as the room has seen."""
+    def held(self) -> frozenset[str]:
+        """The pods that take room on a node, as far as the room has seen."""
         with self._lock:
-            return uid in self._takes
+            return frozenset(self._takes)
 
     def room(self) -> Room:
         """The free room of every node now (a copy: admission consumes it hypothetically)."""
