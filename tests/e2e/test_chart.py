@@ -1,13 +1,15 @@
 """The Helm chart (charts/yuniplace): it lints, every object it renders is accepted by the real
 apiserver, the rendered policy is the one documented (least-privilege RBAC, restricted pods, webhooks
-scoped by matchConditions), installs and upgrades keep the webhook certificate, the controller runs
-with exactly the permissions the chart grants, and the webhooks work with the chart's certificate."""
+scoped by matchConditions), the PodGroup CRD in crds/ is served as scheduler-plugins' API, installs and
+upgrades keep the webhook certificate, the controller runs with exactly the permissions the chart grants,
+and the webhooks work with the chart's certificate and see every gang dialect's pods, and only those."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -31,7 +33,7 @@ from tests.e2e.support import (
     make_pod,
 )
 from yuniplace.gang import keys
-from yuniplace.kube import ApiError
+from yuniplace.kube import ApiError, NotFound
 from yuniplace.localcluster import wait_until
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "yuniplace"
@@ -47,7 +49,7 @@ CONTROLLER_RULES = {
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
 }
 # Admission reads, in every namespace, what each node has and what runs on it; nothing else.
-ADMISSION_RULES = {("", "nodes"): {"list", "watch"}, ("", "pods"): {"list", "watch"}}
+ADMISSION_RULES = {("", "nodes"): {"get", "list", "watch"}, ("", "pods"): {"list", "watch"}}
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
@@ -83,11 +85,20 @@ def set_flags(values: dict[str, str]) -> list[str]:
     return [arg for key, value in values.items() for arg in ("--set", f"{key}={value}")]
 
 
-def render(cluster: Cluster, release: str, namespace: str, values: dict[str, str] | None = None) -> list[Manifest]:
+def render(cluster: Cluster, release: str, namespace: str, values: dict[str, str] | None = None,
+           *extra: str) -> list[Manifest]:
     """`helm template` for the session's Kubernetes version, parsed."""
     out = helm(cluster, "template", release, str(CHART), "--namespace", namespace,
-               "--kube-version", server_version(cluster), *set_flags(values or {})).stdout
+               "--kube-version", server_version(cluster), *set_flags(values or {}), *extra).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def refused_render(cluster: Cluster, namespace: str, *args: str) -> str:
+    """The error of a `helm template` that must fail."""
+    result = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--kube-version",
+                  server_version(cluster), *args, check=False)
+    assert result.returncode != 0, f"rendered although it should not:\n{result.stdout}"
+    return result.stderr
 
 
 def objects(manifests: Sequence[Manifest], kind: str) -> list[Manifest]:
@@ -125,6 +136,14 @@ def dry_run(cluster: Cluster, manifests: Sequence[Manifest], release_namespace: 
 def container_args(manifests: Sequence[Manifest]) -> list[str]:
     deployment = one(manifests, "Deployment")
     return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def pod_group_api_served(cluster: Cluster) -> bool:
+    """Whether discovery lists the PodGroup API yet (it lags the CRD's Established condition a little)."""
+    try:
+        return bool(cluster.client.get(keys.POD_GROUP_API)["resources"])
+    except NotFound:
+        return False
 
 
 def secret_data(cluster: Cluster, namespace: str, name: str) -> dict[str, bytes]:
@@ -191,11 +210,12 @@ def test_chart_lints(cluster: Cluster, values: dict[str, str]) -> None:
 
 
 def test_default_objects_are_accepted_by_the_apiserver(cluster: Cluster, namespace: str) -> None:
-    manifests = render(cluster, "yp", namespace)
+    manifests = render(cluster, "yp", namespace, None, "--include-crds")
     kinds = {m["kind"] for m in manifests}
     assert kinds >= {
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Secret",
         "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition",
     }, kinds
     assert "ServiceMonitor" not in kinds  # off by default: the CRD may not exist
     out = dry_run(cluster, manifests, namespace)
@@ -367,30 +387,95 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
     assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
+
+def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
+    """`admission` maps to --admission and decides whether the read-only nodes/pods ClusterRole exists;
+    `strictBackoffSeconds` maps to --strict-backoff; values the controller would refuse fail the render."""
+    admitted = render(cluster, "yp", namespace, {"strictBackoffSeconds": "2.5"})
+    args = container_args(admitted)
+    assert "--admission=capacity" in args and "--strict-backoff=2.5" in args, args
+    [binding] = [b for b in objects(admitted, "ClusterRoleBinding") if b["metadata"]["name"].endswith("-admission")]
+    [role] = [r for r in objects(admitted, "ClusterRole") if r["metadata"]["name"] == binding["roleRef"]["name"]]
+    assert rule_verbs(role) == ADMISSION_RULES
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "yp-yuniplace", "namespace": namespace}]
+
     unadmitted = render(cluster, "yp", namespace, {"admission": "off"})
     assert "--admission=off" in container_args(unadmitted)
     assert [rule_verbs(m) for m in objects(unadmitted, "ClusterRole")] == [CONTROLLER_RULES]
-    refused = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--set", "admission=sometimes", check=False)
-    assert refused.returncode != 0 and 'admission must be capacity or off, not "sometimes"' in refused.stderr
+    assert len(objects(unadmitted, "ClusterRoleBinding")) == 1
+
+    # A values file's bare `off` is YAML's false: still off. With watchNamespace as well, the controller
+    # has no cluster-wide access at all.
+    values = tmp_path / "values.yaml"
+    values.write_text("admission: off\nwatchNamespace: apps\n")
+    confined = render(cluster, "yp", namespace, None, "--values", str(values))
+    assert "--admission=off" in container_args(confined)
+    assert not objects(confined, "ClusterRole") and not objects(confined, "ClusterRoleBinding")
+    [apps_role] = [r for r in objects(confined, "Role") if r["metadata"]["namespace"] == "apps"]
+    assert rule_verbs(apps_role) == CONTROLLER_RULES
+
+    assert 'admission must be capacity or off, not "sometimes"' in refused_render(
+        cluster, namespace, "--set", "admission=sometimes")
+    for wrong in ("0", "-5", "soon"):
+        assert "strictBackoffSeconds must be" in refused_render(
+            cluster, namespace, "--set", f"strictBackoffSeconds={wrong}"), wrong
+
+
+def pod_group(name: str, spec: Manifest, status: Manifest | None = None) -> Manifest:
+    manifest = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name},
+                "spec": spec}
+    if status is not None:
+        manifest["status"] = status
+    return manifest
 
 
 def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace: str) -> None:
-    """The chart's crds/: installed by helm when absent; its PodGroups take a status as yuniplace writes it."""
-    out = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--include-crds").stdout
-    [crd] = [m for m in yaml.safe_load_all(out) if m and m["kind"] == "CustomResourceDefinition"]
-    assert crd["metadata"]["name"] == "podgroups.scheduling.x-k8s.io"
+    """The chart's crds/ (shipped by helm, not templated): the real apiserver accepts the CRD (no
+    api-approved annotation is needed for an x-k8s.io group), serves scheduler-plugins' PodGroup
+    under its names, validates its spec, and takes a status through the status subresource only, as
+    yuniplace writes it."""
+    shipped = objects(render(cluster, "yp", namespace, None, "--include-crds"), "CustomResourceDefinition")
+    assert [m["metadata"]["name"] for m in shipped] == ["podgroups.scheduling.x-k8s.io"]
+    assert not objects(render(cluster, "yp", namespace), "CustomResourceDefinition"), "a CRD in templates/"
+    [crd] = shipped
+    assert "api-approved.kubernetes.io" not in crd["metadata"].get("annotations", {})
+    assert crd["spec"]["group"] == "scheduling.x-k8s.io" and crd["spec"]["scope"] == "Namespaced"
+    assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [("v1alpha1", True, True)]
+
     cluster.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io")
+    wait_until(lambda: pod_group_api_served(cluster), 30)
+    served = {r["name"]: r for r in cluster.client.get(keys.POD_GROUP_API)["resources"]}
+    assert set(served) == {"podgroups", "podgroups/status"}, served
+    assert served["podgroups"]["kind"] == "PodGroup" and served["podgroups"]["namespaced"] is True
+    assert sorted(served["podgroups"]["shortNames"]) == ["pg", "pgs"]
+    assert served["podgroups"]["singularName"] == "podgroup"
+
+    # The spec as scheduler-plugins' clients write it; a status sent on create is dropped (subresource).
     path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
-    created = cluster.client.create(path, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                                           "metadata": {"name": "pg"}, "spec": {"minMember": 3}})
-    assert created["spec"]["minMember"] == 3
-    status = {"phase": "Scheduled", "scheduled": 3, "running": 0, "succeeded": 0, "failed": 0,
-              "scheduleStartTime": "2026-01-01T00:00:00Z"}
-    patched = cluster.client.patch(f"{path}/pg/status", {"status": status})
-    assert patched["status"] == status
-    printed = cluster.kubectl("get", "podgroups", "-n", namespace)
-    assert "Scheduled" in printed and "MINMEMBER" in printed
+    spec = {"minMember": 3, "minResources": {"cpu": "1500m", "memory": "3Gi", "nvidia.com/gpu": 2},
+            "scheduleTimeoutSeconds": 0}
+    created = cluster.client.create(path, pod_group("pg", spec, {"phase": "Running", "running": 3}))
+    assert created["spec"] == spec and not created.get("status")
+
+    status = {"phase": "Scheduled", "occupiedBy": f"{namespace}/job", "scheduled": 3, "running": 0,
+              "succeeded": 0, "failed": 0, "scheduleStartTime": "2026-01-01T00:00:00Z"}
+    patched = cluster.client.patch(f"{path}/pg/status", {"status": status, "spec": {"minMember": 9}})
+    assert patched["status"] == status and patched["spec"]["minMember"] == 3
+    printed = cluster.kubectl("get", "pg", "-n", namespace).splitlines()
+    assert printed[0].split() == ["NAME", "PHASE", "MINMEMBER", "RUNNING", "SUCCEEDED", "AGE"], printed
+    assert printed[1].split()[:5] == ["pg", "Scheduled", "3", "0", "0"], printed
+
+    # What the schema refuses.
+    for name, wrong, field in (
+        ("no-members", {"minMember": 0}, "spec.minMember"),
+        ("not-a-quantity", {"minMember": 1, "minResources": {"cpu": "lots"}}, "spec.minResources.cpu"),
+        ("negative-timeout", {"minMember": 1, "scheduleTimeoutSeconds": -1}, "spec.scheduleTimeoutSeconds"),
+    ):
+        with pytest.raises(ApiError, match=re.escape(field)):
+            cluster.client.create(path, pod_group(name, wrong))
+    with pytest.raises(ApiError, match="scheduleStartTime"):
+        cluster.client.patch(f"{path}/pg/status", {"status": {"scheduleStartTime": "yesterday"}})
 
 
 # -- install -----------------------------------------------------------------------------------------
@@ -445,21 +530,31 @@ def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str, p
     return path
 
 
-@pytest.mark.parametrize("scope", ["cluster", "namespace"])
+@pytest.mark.parametrize(("scope", "admission"), [("cluster", "capacity"), ("namespace", "capacity"),
+                                                   ("namespace", "off")])
 def test_controller_needs_no_more_than_the_chart_grants(
-    cluster: Cluster, namespace: str, release: str, pool: Callable[..., Placement], tmp_path: Path, scope: str
+    cluster: Cluster, namespace: str, release: str, pool: Callable[..., Placement], tmp_path: Path, scope: str,
+    admission: str,
 ) -> None:
     """The real controller, authenticated as the chart's ServiceAccount (ClusterRole, or Role with
-    watchNamespace), leads through the chart's Lease and runs a gang to the end."""
-    values = {"replicaCount": "0", "webhook.enabled": "false"}
+    watchNamespace; plus the read-only admission ClusterRole unless admission is off), leads through
+    the chart's Lease and runs a YuniKorn gang and a PodGroup gang to the end."""
+    values = {"replicaCount": "0", "webhook.enabled": "false", "admission": admission}
     if scope == "namespace":
         values["watchNamespace"] = namespace
+    # helm installs the chart's PodGroup CRD unless the cluster has it already.
     helm(cluster, "install", release, str(CHART), "--namespace", namespace, *set_flags(values))
+    wait_until(lambda: pod_group_api_served(cluster), 30)
     account = lease = f"{release}-yuniplace"
+    bound = cluster.client.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                               labelSelector=f"app.kubernetes.io/instance={release}")["items"]
+    assert len(bound) == {("cluster", "capacity"): 2, ("namespace", "capacity"): 1, ("namespace", "off"): 0}[
+        (scope, admission)], [b["metadata"]["name"] for b in bound]
     kubeconfig = service_account_kubeconfig(cluster, namespace, account, tmp_path / "kubeconfig")
     process = ControllerProcess.for_namespace(kubeconfig, namespace, tmp_path, "--leader-elect",
                                               f"--leader-election-namespace={namespace}",
-                                              f"--leader-election-id={lease}", name="chart-controller")
+                                              f"--leader-election-id={lease}", f"--admission={admission}",
+                                              name="chart-controller")
     process.start()
     try:
         place = pool(2, cpu="4", memory="8Gi")
@@ -471,8 +566,18 @@ def test_controller_needs_no_more_than_the_chart_grants(
             pod = gang_pod(name, "chart-app", group, task_groups=groups if group == "driver" else None,
                            cpu=cpu, memory=memory)
             cluster.create_pod(namespace, place.pin(pod))
-        for name in members:
+        # A PodGroup gang: the PodGroups are read (list, watch) and their status is written back.
+        pod_groups = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
+        cluster.client.create(pod_groups, pod_group("pg-app", {"minMember": 2}))
+        for index in (1, 2):
+            pod = make_pod(f"pg-app-{index}", cpu="500m", memory="256Mi", gates=[keys.GATE],
+                           labels={keys.POD_GROUP_LABEL: "pg-app"})
+            cluster.create_pod(namespace, place.pin(pod))
+        for name in [*members, "pg-app-1", "pg-app-2"]:
             cluster.wait_pod(namespace, name, is_running)
+        status = wait_until(lambda: (s := cluster.client.get(f"{pod_groups}/pg-app").get("status") or {})
+                            .get("running") == 2 and s, 30)
+        assert status["phase"] == "Running" and status["scheduled"] == 2, status
         holder = cluster.client.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
         assert holder["spec"]["holderIdentity"] == "chart-controller"
         assert events_for(cluster, namespace, "GangReservationComplete"), "no event was posted"
@@ -522,6 +627,29 @@ class WebhookProcess:
         self._log.close()
 
 
+def dialect_pods(suffix: str) -> dict[str, Manifest]:
+    """A valid pod of each other gang dialect: the webhooks must see (and gate) every one."""
+    return {
+        "coscheduling": make_pod(f"coscheduling-{suffix}", labels={
+            keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "2"}),
+        "koordinator": make_pod(f"koordinator-{suffix}", annotations={
+            keys.KOORDINATOR_NAME: "koord", keys.KOORDINATOR_MIN_AVAILABLE: "2"}),
+        "pod-group": make_pod(f"pod-group-{suffix}", labels={keys.POD_GROUP_LABEL: "pg"}),
+    }
+
+
+def near_misses(suffix: str) -> dict[str, Manifest]:
+    """Each gang marker in the map it does not count in (labels for annotations and back): no gang,
+    so the matchConditions must not send them."""
+    return {
+        "task-group-label": make_pod(f"task-group-label-{suffix}", labels={keys.TASK_GROUP_NAME: "driver"}),
+        "coscheduling-annotation": make_pod(f"coscheduling-annotation-{suffix}",
+                                            annotations={keys.COSCHEDULING_NAME: "cos"}),
+        "koordinator-label": make_pod(f"koordinator-label-{suffix}", labels={keys.KOORDINATOR_NAME: "koord"}),
+        "pod-group-annotation": make_pod(f"pod-group-annotation-{suffix}", annotations={keys.POD_GROUP_LABEL: "pg"}),
+    }
+
+
 def refusal(cluster: Cluster, namespace: str, pod: Manifest) -> str:
     """Why the apiserver refused the pod; once, without the client's retries of server errors."""
     try:
@@ -566,11 +694,26 @@ def test_webhooks_gate_and_validate_only_gang_pods(
         assert gates("gang-driver") == [keys.GATE] and gates("gang-exec") == [keys.GATE]
         assert gates("plain") == [] and gates("placeholder-like") == []
 
+        # Every other dialect's gang pods are sent too, and gated; its markers in the wrong map are not.
+        for pod in dialect_pods("up").values():
+            cluster.create_pod(other_namespace, pod)
+            assert gates(pod["metadata"]["name"]) == [keys.GATE], pod["metadata"]
+        for pod in near_misses("up").values():
+            cluster.create_pod(other_namespace, pod)
+            assert gates(pod["metadata"]["name"]) == [], pod["metadata"]
+
         invalid = gang_pod("invalid", "app", "driver", gated=False, task_groups=[{"name": "driver", "minMember": 0}])
         assert "invalid gang annotations" in refusal(cluster, other_namespace, invalid)
+        invalid = make_pod("invalid-cos", labels={keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "0"})
+        assert keys.COSCHEDULING_MIN_AVAILABLE in refusal(cluster, other_namespace, invalid)
     finally:
         webhook.stop()
 
-    # failurePolicy Fail with the webhook down: gang pods wait for it, every other pod is admitted.
+    # failurePolicy Fail with the webhook down: gang pods of every dialect wait for it, which shows the
+    # apiserver's matchConditions selected them; every other pod, near misses included, is admitted.
     assert "failed calling webhook" in refusal(cluster, other_namespace, gang_pod("while-down", "app", "driver"))
+    for dialect, pod in dialect_pods("down").items():
+        assert "failed calling webhook" in refusal(cluster, other_namespace, pod), dialect
     cluster.create_pod(other_namespace, make_pod("plain-while-down"))
+    for pod in near_misses("down").values():
+        cluster.create_pod(other_namespace, pod)

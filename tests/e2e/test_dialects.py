@@ -15,6 +15,7 @@ from tests.e2e.support import Cluster, ControllerProcess, NamespaceRecorder, Pla
 from yuniplace.gang import keys
 from yuniplace.gang.dialects import MEMBER_GROUP
 from yuniplace.localcluster import wait_until
+from yuniplace.tools import status
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "dialects"
@@ -76,6 +77,9 @@ def test_dialect_example_runs_through_the_gang_flow(
         assert len(pods) == completions
         assert all(pod["spec"]["nodeName"] in reserved for pod in pods), "a member ran off the reserved nodes"
         wait_until(lambda: not placeholders(cluster, namespace), 30)
+        rows = status.collect(cluster.client, namespace, name)
+        assert [(r["application"], r["groups"][0]["name"], r["groups"][0]["required"]) for r in rows] == \
+            [(name, MEMBER_GROUP, completions)], rows
         if pod_group is not None:
             path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
             status = wait_until(lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30)

@@ -11,11 +11,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from yuniplace.controller.plan import FIRST_ALLOCATED, AppView
+from yuniplace.controller.plan import FIRST_ALLOCATED, AppView, gang_spec
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.taskgroups import InvalidGang, parse_gang
-from yuniplace.kube import KubeClient
+from yuniplace.gang.taskgroups import InvalidGang, Limits
+from yuniplace.kube import KubeClient, NotFound
 
 
 def _age(seconds: float | None) -> str:
@@ -50,7 +50,7 @@ def describe(view: AppView, now: float) -> dict[str, Any] | None:
     if started is not None:
         row["age_s"] = round(now - started)
     try:
-        spec = parse_gang(notes)
+        spec = gang_spec(view, Limits())
     except InvalidGang as error:
         row["error"] = str(error)
         return row
@@ -69,6 +69,16 @@ def describe(view: AppView, now: float) -> dict[str, Any] | None:
     return row
 
 
+def _pod_groups(client: KubeClient, namespace: str | None) -> dict[p.AppKey, dict[str, Any]]:
+    """PodGroups by the application they describe; none when their API is not installed."""
+    path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups" if namespace else f"{keys.POD_GROUP_API}/podgroups"
+    try:
+        items = client.get(path)["items"]
+    except NotFound:
+        return {}
+    return {p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g for g in items}
+
+
 def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[dict[str, Any]]:
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     pods = client.get(path)["items"]
@@ -78,7 +88,8 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
         if key is not None and p.is_concerned(pod) and (app is None or key.app_id == app):
             by_app[key].append(pod)
     now = time.time()
-    rows = [row for key, group in sorted(by_app.items()) if (row := describe(AppView.of(key, group), now)) is not None]
+    pod_groups = _pod_groups(client, namespace)
+    rows = [row for key, group in sorted(by_app.items()) if (row := describe(AppView.of(key, group, pod_groups.get(key)), now)) is not None]
     return rows
 
 
