@@ -45,11 +45,11 @@ CONTROLLER_RULES = {
     ("", "pods/status"): {"patch"},
     ("", "pods/finalizers"): {"update"},
     ("events.k8s.io", "events"): {"create"},
-    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
 }
 # Admission reads, in every namespace, what each node has and what runs on it; nothing else.
-ADMISSION_RULES = {("", "nodes"): {"get", "list", "watch"}, ("", "pods"): {"list", "watch"}}
+ADMISSION_RULES = {("", "nodes"): {"list", "watch"}, ("", "pods"): {"list", "watch"}}
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
@@ -394,9 +394,9 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
     admitted = render(cluster, "yp", namespace, {"strictBackoffSeconds": "2.5"})
     args = container_args(admitted)
     assert "--admission=capacity" in args and "--strict-backoff=2.5" in args, args
-    [binding] = [b for b in objects(admitted, "ClusterRoleBinding") if b["metadata"]["name"].endswith("-admission")]
-    [role] = [r for r in objects(admitted, "ClusterRole") if r["metadata"]["name"] == binding["roleRef"]["name"]]
-    assert rule_verbs(role) == ADMISSION_RULES
+    [role] = [r for r in objects(admitted, "ClusterRole") if rule_verbs(r) == ADMISSION_RULES]
+    [binding] = [b for b in objects(admitted, "ClusterRoleBinding") if b["roleRef"]["name"] == role["metadata"]["name"]]
+    assert binding["roleRef"]["kind"] == "ClusterRole"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "yp-yuniplace", "namespace": namespace}]
 
     unadmitted = render(cluster, "yp", namespace, {"admission": "off"})

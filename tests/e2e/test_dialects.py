@@ -82,7 +82,7 @@ def test_dialect_example_runs_through_the_gang_flow(
             [(name, MEMBER_GROUP, completions)], rows
         if pod_group is not None:
             path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
-            status = wait_until(lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30)
-            assert status["succeeded"] == completions and status["scheduled"] == completions, status
+            shown = wait_until(lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30)
+            assert shown["succeeded"] == completions and shown["scheduled"] == completions, shown
     finally:
         assert process.stop() == 0, process.log()

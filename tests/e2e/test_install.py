@@ -67,7 +67,7 @@ def test_the_controller_holds_only_the_charts_rights(cluster: Cluster, installed
     assert can("create", "pods", "-n", installed.namespace) and can("patch", "pods/status", "-n", installed.namespace)
     assert not can("list", "secrets", "-n", installed.namespace)
     assert not can("delete", "nodes")
-    wait_until(lambda: "became leader" in installed.controller.log(), 30)
+    wait_until(lambda: "became leader" in installed.controller.log_path.read_text(), 30)
 
 
 def test_webhook_gates_the_spark_example_which_runs_to_completion(cluster: Cluster, installed: Installed) -> None:

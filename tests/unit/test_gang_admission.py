@@ -180,3 +180,12 @@ def test_members_that_finished_need_no_room() -> None:
     running["status"]["phase"] = "Running"
     world = World(ten_slots(), [running, *done, gang("c", 5, created=2)])
     assert world.ticket("c") == Granted()
+
+
+def test_an_application_that_is_no_candidate_waits_without_an_announcement() -> None:
+    leaving = gang("a", 2, created=1)
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    world = World(ten_slots(), [leaving])
+    ticket = world.ticket("a")
+    assert isinstance(ticket, Waiting) and not ticket.announce
+    assert not world.ticket("a").announce

@@ -105,7 +105,10 @@ class Admission:
         with self._lock:
             if key not in self._tickets or isinstance(self._tickets[key], Waiting):
                 self._cycle()
-            ticket = self._tickets.get(key) or Waiting("not a candidate for admission yet", announce=False)
+            ticket = self._tickets.get(key)
+            if ticket is None:
+                # Not a candidate as the store stands now (its pods are going, say): nothing to tell.
+                return Waiting("not a candidate for admission", announce=False)
             if isinstance(ticket, Waiting):
                 announce = self._announced.get(key) != ticket.message
                 self._announced[key] = ticket.message

@@ -208,6 +208,20 @@ The admission mode, checked: `capacity` (the default) or `off`. YAML reads a bar
 {{- end }}
 
 {{/*
+The Strict-mode backoff, checked: a number of seconds greater than 0.
+*/}}
+{{- define "yuniplace.strictBackoff" -}}
+{{- $seconds := .Values.strictBackoffSeconds | toString -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $seconds) -}}
+{{- fail (printf "strictBackoffSeconds must be a number of seconds greater than 0, not %q" $seconds) -}}
+{{- end -}}
+{{- if le (float64 $seconds) 0.0 -}}
+{{- fail (printf "strictBackoffSeconds must be greater than 0, not %s" $seconds) -}}
+{{- end -}}
+{{- $seconds -}}
+{{- end }}
+
+{{/*
 Pods never sent to the webhooks: placeholders (they carry task-group labels, not annotations, but are
 excluded outright) and namespaces outside the watched scope.
 */}}
