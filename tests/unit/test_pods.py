@@ -350,7 +350,6 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "overhead": {"cpu": "100m"},
             "resources": {"requests": {"cpu": "2"}},
             "schedulerName": "default-scheduler",
-            "nodeSelector": {"a": "b"},
             "containers": [
                 {"name": "main", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}},
                 {"name": "noresources"},
@@ -364,6 +363,13 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-02T03:04:06Z"}],
         },
     }
+
+
+def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:
+    pod = {**FULL_POD, "metadata": {**FULL_POD["metadata"], "labels": {keys.COSCHEDULING_NAME: "mpi"}, "annotations": {}},
+           "spec": {**FULL_POD["spec"], "tolerations": [{"operator": "Exists"}]}}
+    kept = p.trim(pod)["spec"]
+    assert kept["nodeSelector"] == {"a": "b"} and kept["tolerations"] == [{"operator": "Exists"}]
 
 
 def test_trim_of_a_minimal_pod() -> None:

@@ -178,8 +178,10 @@ _KEPT_METADATA = (
 )
 _KEPT_SPEC = (
     "nodeName", "schedulingGates", "priorityClassName", "priority", "overhead", "resources", "schedulerName", "affinity",
-    "nodeSelector", "tolerations",
 )
+# Kept only for pods of the dialects whose gang is shaped like the pod itself: every pod carries the
+# default tolerations, and keeping them for all would cost megabytes at tens of thousands of pods.
+_KEPT_SPEC_OF_SHAPED_GANGS = ("nodeSelector", "tolerations")
 
 
 def _resources_only(containers: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -195,6 +197,8 @@ def trim(pod: Mapping[str, Any]) -> Pod:
     spec = pod.get("spec", {})
     status = pod.get("status", {})
     kept_spec: dict[str, Any] = {k: spec[k] for k in _KEPT_SPEC if k in spec}
+    if dialect_of(pod) not in (None, Dialect.YUNIKORN):
+        kept_spec.update({k: spec[k] for k in _KEPT_SPEC_OF_SHAPED_GANGS if k in spec})
     kept_spec["containers"] = _resources_only(spec.get("containers"))
     if spec.get("initContainers"):
         kept_spec["initContainers"] = _resources_only(spec.get("initContainers"))
