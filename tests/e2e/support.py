@@ -134,6 +134,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def is_ready(port: int) -> bool:
+    """Whether a yuniplace process answers 200 on /readyz at `port` (not yet listening: no)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 class ControllerProcess:
     """`yuniplace controller` as a real process, as it runs in a cluster: started, killed, restarted."""
 
@@ -168,11 +177,7 @@ class ControllerProcess:
         assert self.process is not None
         if self.process.poll() is not None:
             raise AssertionError(f"controller exited ({self.process.returncode}):\n{self.log()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
+        return is_ready(self.port)
 
     def metrics(self) -> dict[str, float]:
         """The controller's Prometheus samples, keyed `name{labels}`."""

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.e2e.support import (
     events_for,
     free_port,
     gang_pod,
+    is_ready,
     is_running,
     make_pod,
 )
@@ -610,11 +610,7 @@ class WebhookProcess:
     def ready(self) -> bool:
         if self.process.poll() is not None:
             raise AssertionError(f"webhook exited ({self.process.returncode})")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=1) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
+        return is_ready(self.health_port)
 
     def stop(self) -> None:
         if self.process.poll() is None:
