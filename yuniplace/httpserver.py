@@ -14,7 +14,7 @@ def serve(address: str, registry: CollectorRegistry, ready: Callable[[], bool]) 
     host, _, port = address.rpartition(":")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._reply(200, generate_latest(registry), CONTENT_TYPE_LATEST)

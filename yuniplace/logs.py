@@ -15,7 +15,10 @@ def configure(level: str = "INFO", fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(
-            JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s", rename_fields={"levelname": "level", "asctime": "time"})
+            JsonFormatter(
+                "%(asctime)s %(levelname)s %(name)s %(message)s",
+                rename_fields={"levelname": "level", "asctime": "time"},
+            )
         )
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))

@@ -6,18 +6,27 @@ from typing import Any
 
 import pytest
 
-from yuniplace.gang.fit import Constraints, Need, Node, Room, fits, milli
+from yuniplace.gang.fit import Constraints, Need, Node, Room, milli
 
 TAINT = {"key": "pool", "value": "gpu", "effect": "NoSchedule"}
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,
-         taints: list[dict[str, Any]] | None = None, unschedulable: bool = False) -> Node:
-    return Node.of({
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"taints": taints or [], "unschedulable": unschedulable},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
-    })
+def node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
+    unschedulable: bool = False,
+) -> Node:
+    return Node.of(
+        {
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"taints": taints or [], "unschedulable": unschedulable},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+        }
+    )
 
 
 def need(count: int, cpu: str = "1", memory: str = "1Gi", **constraints: Any) -> Need:
@@ -71,13 +80,21 @@ def test_cordoned_nodes_take_nobody() -> None:
     ],
 )
 def test_required_node_affinity_expressions(expression: dict[str, Any], holds: bool) -> None:
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+            }
+        }
+    }
     assert Constraints(affinity=affinity).accepts(node("a", labels={"zone": "z1", "cores": "32"})) is holds
 
 
 def test_node_affinity_terms_are_alternatives_and_fields_match_the_name() -> None:
-    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]},
-             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]}]
+    terms = [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]},
+    ]
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     assert Constraints(affinity=affinity).accepts(node("b"))
     assert not Constraints(affinity=affinity).accepts(node("a"))
@@ -91,10 +108,10 @@ def test_room_counts_resources_and_pod_slots_per_node() -> None:
 
 def test_fits_consumes_only_on_success() -> None:
     room = Room([node("a", cpu="4")], {})
-    assert not fits(room, [need(5)])
-    assert fits(room, [need(3)])
-    assert not fits(room, [need(2)])
-    assert fits(room, [need(1)])
+    assert not room.reserve([need(5)])
+    assert room.reserve([need(3)])
+    assert not room.reserve([need(2)])
+    assert room.reserve([need(1)])
 
 
 def test_constrained_needs_only_use_accepted_nodes() -> None:

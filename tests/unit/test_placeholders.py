@@ -12,7 +12,13 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from yuniplace.gang import keys
-from yuniplace.gang.placeholders import DEFAULT_IMAGE, label_value, placeholder_name, placeholder_names, placeholder_pod
+from yuniplace.gang.placeholders import (
+    DEFAULT_IMAGE,
+    label_value,
+    placeholder_name,
+    placeholder_names,
+    placeholder_pod,
+)
 from yuniplace.gang.taskgroups import TaskGroup
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -93,7 +99,11 @@ def test_names_are_valid_labels_and_deterministic(app: str, group: str, n: int) 
 
 
 @settings(max_examples=200, deadline=None)
-@given(app=st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z"), group=st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z"), n=index)
+@given(
+    app=st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z"),
+    group=st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z"),
+    n=index,
+)
 def test_short_valid_inputs_keep_the_readable_name(app: str, group: str, n: int) -> None:
     assert placeholder_name(app, group, n) == f"tg-{app}-{group}-{tag(app, group)}-{n}"
 
@@ -115,7 +125,9 @@ def test_distinct_inputs_give_distinct_names(first: tuple[str, str, int], second
         (("a/b", "c", 0), ("a", "b/c", 0)),
     ],
 )
-def test_names_of_different_applications_never_collide(first: tuple[str, str, int], second: tuple[str, str, int]) -> None:
+def test_names_of_different_applications_never_collide(
+    first: tuple[str, str, int], second: tuple[str, str, int]
+) -> None:
     assert placeholder_name(*first) != placeholder_name(*second)
 
 
@@ -181,7 +193,11 @@ FULL_GROUP = TaskGroup(
     min_resource={"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
     node_selector={"pool": "gpu"},
     tolerations=({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},),
-    affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}}},
+    affinity={
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}
+        }
+    },
     topology_spread_constraints=({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},),
     labels={"team": "ml"},
     annotations={"note": "hello"},
@@ -199,10 +215,28 @@ def test_placeholder_manifest_in_full() -> None:
         keys.PLACEHOLDER: "true",
         keys.PLACEHOLDER_APP: label_value("Spark App"),
         keys.PLACEHOLDER_GROUP: "exec",
+        # YuniKorn's labels, for tooling that selects its placeholders
+        keys.APP_ID: label_value("Spark App"),
+        keys.YUNIKORN_QUEUE: "ns1",
     }
-    assert meta["annotations"] == {"note": "hello", keys.PLACEHOLDER_APP: "Spark App", keys.PLACEHOLDER_GROUP: "exec"}
+    assert meta["annotations"] == {
+        "note": "hello",
+        keys.PLACEHOLDER_APP: "Spark App",
+        keys.PLACEHOLDER_GROUP: "exec",
+        # YuniKorn's placeholder flags (current and earlier) and the task group
+        "internal.yunikorn.apache.org/placeholder": "true",
+        "yunikorn.apache.org/placeholder": "true",
+        keys.TASK_GROUP_NAME: "exec",
+    }
     assert meta["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Pod", "name": "driver", "uid": "uid-driver", "blockOwnerDeletion": True, "controller": False}
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "driver",
+            "uid": "uid-driver",
+            "blockOwnerDeletion": True,
+            "controller": False,
+        }
     ]
     spec = pod["spec"]
     (container,) = spec["containers"]
@@ -236,13 +270,21 @@ def test_placeholder_security_context_is_restricted() -> None:
 
 def test_placeholder_of_a_minimal_group_carries_no_empty_constraints() -> None:
     group = TaskGroup("g", 1, {"cpu": "1"})
-    pod = placeholder_pod(app_id="app", group=group, index=0, originator=originator(priority_class=None), image="example/pause:1")
+    pod = placeholder_pod(
+        app_id="app", group=group, index=0, originator=originator(priority_class=None), image="example/pause:1"
+    )
     spec = pod["spec"]
     for absent in ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "priorityClassName"):
         assert absent not in spec
     assert spec["containers"][0]["image"] == "example/pause:1"
     assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
-    assert pod["metadata"]["labels"] == {keys.PLACEHOLDER: "true", keys.PLACEHOLDER_APP: "app", keys.PLACEHOLDER_GROUP: "g"}
+    assert pod["metadata"]["labels"] == {
+        keys.PLACEHOLDER: "true",
+        keys.PLACEHOLDER_APP: "app",
+        keys.PLACEHOLDER_GROUP: "g",
+        keys.APP_ID: "app",
+        keys.YUNIKORN_QUEUE: "ns1",
+    }
 
 
 def test_placeholder_without_originator_spec() -> None:
@@ -252,8 +294,13 @@ def test_placeholder_without_originator_spec() -> None:
 
 
 def test_our_labels_win_over_the_groups() -> None:
-    group = TaskGroup("g", 1, {"cpu": "1"}, labels={keys.PLACEHOLDER: "false", keys.PLACEHOLDER_GROUP: "other"},
-                      annotations={keys.PLACEHOLDER_APP: "evil"})
+    group = TaskGroup(
+        "g",
+        1,
+        {"cpu": "1"},
+        labels={keys.PLACEHOLDER: "false", keys.PLACEHOLDER_GROUP: "other"},
+        annotations={keys.PLACEHOLDER_APP: "evil"},
+    )
     meta = placeholder_pod(app_id="app", group=group, index=0, originator=originator())["metadata"]
     assert meta["labels"][keys.PLACEHOLDER] == "true"
     assert meta["labels"][keys.PLACEHOLDER_GROUP] == "g"
@@ -281,3 +328,15 @@ def test_manifest_names_and_labels_are_valid_for_any_app_id(app: str, n: int) ->
     for value in meta["labels"].values():
         assert LABEL_VALUE.match(value) and len(value) <= 63
     assert meta["annotations"][keys.PLACEHOLDER_APP] == app
+
+
+def test_placeholder_carries_the_queue_admission_placed_its_gang_in() -> None:
+    group = TaskGroup("g", 1, {"cpu": "1"})
+    placed = placeholder_pod(app_id="a", group=group, index=0, originator=originator(), queue_name="root.team-a")
+    assert placed["metadata"]["labels"][keys.YUNIKORN_QUEUE] == "root.team-a"
+    assert (
+        placeholder_pod(app_id="a", group=group, index=0, originator=originator())["metadata"]["labels"][
+            keys.YUNIKORN_QUEUE
+        ]
+        == "ns1"
+    )  # without a queue configuration: the queue it names, else its namespace

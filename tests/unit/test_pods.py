@@ -58,7 +58,9 @@ def pod(
         ({"app": "x", "app.kubernetes.io/name": "y"}, {"applicationId": "z", "spark-app-selector": "w"}, None),
     ],
 )
-def test_app_id_precedence(labels: dict[str, str] | None, annotations: dict[str, str] | None, expected: str | None) -> None:
+def test_app_id_precedence(
+    labels: dict[str, str] | None, annotations: dict[str, str] | None, expected: str | None
+) -> None:
     assert p.app_id(pod(labels=labels, annotations=annotations)) == expected
 
 
@@ -67,7 +69,11 @@ def test_app_id_precedence(labels: dict[str, str] | None, annotations: dict[str,
     [
         ({keys.TASK_GROUP_NAME: "g"}, [{"kind": "Job", "name": "job-1", "controller": True}], "job-1"),
         ({keys.TASK_GROUPS: "[]"}, [{"kind": "Job", "name": "job-1", "controller": True}], "job-1"),
-        ({keys.TASK_GROUP_NAME: "g"}, [{"kind": "ConfigMap", "name": "x"}, {"kind": "Job", "name": "job-2", "controller": True}], "job-2"),
+        (
+            {keys.TASK_GROUP_NAME: "g"},
+            [{"kind": "ConfigMap", "name": "x"}, {"kind": "Job", "name": "job-2", "controller": True}],
+            "job-2",
+        ),
         ({keys.TASK_GROUP_NAME: "g"}, [{"kind": "Job", "name": "job-1", "controller": False}], "p"),
         ({keys.TASK_GROUP_NAME: "g"}, None, "p"),
         ({}, [{"kind": "Job", "name": "job-1", "controller": True}], None),
@@ -123,7 +129,12 @@ def test_app_key() -> None:
 
 @pytest.mark.parametrize(
     ("annotations", "expected"),
-    [({}, None), ({keys.TASK_GROUP_NAME: ""}, None), ({keys.TASK_GROUP_NAME: "exec"}, "exec"), ({keys.PLACEHOLDER_GROUP: "x"}, None)],
+    [
+        ({}, None),
+        ({keys.TASK_GROUP_NAME: ""}, None),
+        ({keys.TASK_GROUP_NAME: "exec"}, "exec"),
+        ({keys.PLACEHOLDER_GROUP: "x"}, None),
+    ],
 )
 def test_task_group_name_of_a_member(annotations: dict[str, str], expected: str | None) -> None:
     assert p.task_group_name(pod(annotations=annotations)) == expected
@@ -202,8 +213,8 @@ def test_node_nomination_and_deletion() -> None:
 def test_names() -> None:
     candidate = pod()
     assert (p.name(candidate), p.namespace(candidate), p.uid(candidate)) == ("p", "ns", "u1")
-    assert p.labels({"metadata": {"labels": None}}) == {}
-    assert p.annotations({}) == {}
+    assert p.labels_of({"metadata": {"labels": None}}) == {}
+    assert p.annotations_of({}) == {}
 
 
 # -- times ----------------------------------------------------------------------------------------
@@ -312,7 +323,9 @@ FULL_POD: dict[str, Any] = {
             },
             {"name": "noresources", "image": "busybox"},
         ],
-        "initContainers": [{"name": "sidecar", "image": "envoy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}],
+        "initContainers": [
+            {"name": "sidecar", "image": "envoy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}
+        ],
     },
     "status": {
         "phase": "Pending",
@@ -350,6 +363,7 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "overhead": {"cpu": "100m"},
             "resources": {"requests": {"cpu": "2"}},
             "schedulerName": "default-scheduler",
+            "serviceAccountName": "sa",  # who submits it, for a queue's submitacl
             "containers": [
                 {"name": "main", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}},
                 {"name": "noresources"},
@@ -366,8 +380,11 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
 
 
 def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:
-    pod = {**FULL_POD, "metadata": {**FULL_POD["metadata"], "labels": {keys.COSCHEDULING_NAME: "mpi"}, "annotations": {}},
-           "spec": {**FULL_POD["spec"], "tolerations": [{"operator": "Exists"}]}}
+    pod = {
+        **FULL_POD,
+        "metadata": {**FULL_POD["metadata"], "labels": {keys.COSCHEDULING_NAME: "mpi"}, "annotations": {}},
+        "spec": {**FULL_POD["spec"], "tolerations": [{"operator": "Exists"}]},
+    }
     kept = p.trim(pod)["spec"]
     assert kept["nodeSelector"] == {"a": "b"} and kept["tolerations"] == [{"operator": "Exists"}]
 
@@ -379,9 +396,20 @@ def test_trim_of_a_minimal_pod() -> None:
 def test_trim_does_not_modify_its_input_and_keeps_what_readers_need() -> None:
     before = copy.deepcopy(FULL_POD)
     trimmed = p.trim(FULL_POD)
-    assert FULL_POD == before
-    for read in (p.app_id, p.is_gated, p.node_name, p.nominated_node, p.phase, p.scheduled_at, p.created_at, p.is_deleting,
-                 p.task_group_name, p.carries_task_groups, p.is_concerned):
+    assert before == FULL_POD
+    for read in (
+        p.app_id,
+        p.is_gated,
+        p.node_name,
+        p.nominated_node,
+        p.phase,
+        p.scheduled_at,
+        p.created_at,
+        p.is_deleting,
+        p.task_group_name,
+        p.carries_task_groups,
+        p.is_concerned,
+    ):
         assert read(trimmed) == read(FULL_POD), read.__name__
 
 

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yuniplace.gang.resources import fits, format_quantity, pod_requests, quantities, shortfalls, total
+from yuniplace.gang.resources import (
+    fits,
+    format_quantity,
+    pod_requests,
+    quantities,
+    shortfalls,
+    total,
+)
 from yuniplace.kube import parse_quantity
 
 D = Decimal
@@ -48,7 +55,9 @@ def dec(raw: dict[str, str]) -> dict[str, Decimal]:
         pytest.param({"containers": None, "initContainers": None}, {}, id="null-lists"),
         pytest.param(spec([c()]), {}, id="no-resources"),
         pytest.param(spec([{"name": "c", "resources": None}]), {}, id="null-resources"),
-        pytest.param(spec([{"name": "c", "resources": {"requests": None, "limits": {"cpu": "1"}}}]), {}, id="limits-only"),
+        pytest.param(
+            spec([{"name": "c", "resources": {"requests": None, "limits": {"cpu": "1"}}}]), {}, id="limits-only"
+        ),
         pytest.param(spec([c(cpu="1", memory="1Gi")]), {"cpu": "1", "memory": "1Gi"}, id="one-container"),
         pytest.param(
             spec([c("a", cpu="1", memory="1Gi"), c("b", cpu="500m"), c("c", memory="512Mi", nvidia__gpu="1")]),
@@ -62,7 +71,11 @@ def dec(raw: dict[str, str]) -> dict[str, Decimal]:
             {"cpu": "3", "memory": "4Gi"},
             id="init-max-per-resource-not-summed",
         ),
-        pytest.param(spec([c(cpu="1")], [c("i", ephemeral_storage="1Gi")]), {"cpu": "1", "ephemeral-storage": "1Gi"}, id="init-only-resource"),
+        pytest.param(
+            spec([c(cpu="1")], [c("i", ephemeral_storage="1Gi")]),
+            {"cpu": "1", "ephemeral-storage": "1Gi"},
+            id="init-only-resource",
+        ),
         pytest.param(
             spec([c(cpu="1", memory="1Gi")], [sidecar(cpu="500m", memory="256Mi")]),
             {"cpu": "1500m", "memory": "1280Mi"},
@@ -119,7 +132,9 @@ def dec(raw: dict[str, str]) -> dict[str, Decimal]:
             {"cpu": "1", "memory": "1Gi"},
             id="pod-level-only-for-its-resources",
         ),
-        pytest.param(spec([c(cpu="1")], resources={"limits": {"cpu": "8"}}), {"cpu": "1"}, id="pod-level-limits-ignored"),
+        pytest.param(
+            spec([c(cpu="1")], resources={"limits": {"cpu": "8"}}), {"cpu": "1"}, id="pod-level-limits-ignored"
+        ),
         pytest.param(spec([c(cpu="1")], resources=None, overhead=None), {"cpu": "1"}, id="null-pod-level-and-overhead"),
     ],
 )
@@ -177,7 +192,11 @@ amount = st.one_of(
 )
 requests = st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), amount, max_size=3)
 container = st.builds(
-    lambda reqs, restart: {"name": "x", "resources": {"requests": reqs}, **({"restartPolicy": restart} if restart else {})},
+    lambda reqs, restart: {
+        "name": "x",
+        "resources": {"requests": reqs},
+        **({"restartPolicy": restart} if restart else {}),
+    },
     requests,
     st.sampled_from([None, None, "Always"]),
 )
@@ -230,14 +249,20 @@ def test_pod_requests_are_at_least_the_containers_sum(pod_spec: dict[str, Any]) 
         ),
     ],
 )
-def test_shortfalls_and_fits(needed: dict[str, str], available: dict[str, str], expected: list[tuple[str, str, str]]) -> None:
+def test_shortfalls_and_fits(
+    needed: dict[str, str], available: dict[str, str], expected: list[tuple[str, str, str]]
+) -> None:
     result = shortfalls(dec(needed), dec(available))
     assert result == [(name, D(parse_quantity(n)), D(parse_quantity(a))) for name, n, a in expected]
     assert fits(dec(needed), dec(available)) is (not expected)
 
 
 def test_quantities_and_total() -> None:
-    assert quantities({"cpu": "250m", "memory": "1Gi", "pods": 3}) == {"cpu": D("0.25"), "memory": D(2**30), "pods": D(3)}
+    assert quantities({"cpu": "250m", "memory": "1Gi", "pods": 3}) == {
+        "cpu": D("0.25"),
+        "memory": D(2**30),
+        "pods": D(3),
+    }
     assert total([{"cpu": D(1)}, {"cpu": D("0.5"), "memory": D(2)}, {}]) == {"cpu": D("1.5"), "memory": D(2)}
     assert total([]) == {}
 
@@ -266,7 +291,10 @@ def test_quantities_and_total() -> None:
         (D(2**30), "1Gi"),
         (D(5 * 2**40), "5Ti"),
         (D(2**50), "1024Ti"),
-        (D(50_000_000), "50000000"),
+        (D(50_000_000), "50M"),
+        (D(100_000_000), "100M"),
+        (D(100_000_001), "100000001"),
+        (D(3 * 10**9), "3G"),
     ],
 )
 def test_format_quantity(value: Decimal, expected: str) -> None:

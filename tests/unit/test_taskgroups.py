@@ -162,18 +162,52 @@ def test_all_optional_fields_are_kept() -> None:
 
 def test_null_optional_fields_mean_absent() -> None:
     spec = parse_gang(
-        notes([group(nodeSelector=None, tolerations=None, affinity=None, topologySpreadConstraints=None, labels=None, annotations=None)])
+        notes(
+            [
+                group(
+                    nodeSelector=None,
+                    tolerations=None,
+                    affinity=None,
+                    topologySpreadConstraints=None,
+                    labels=None,
+                    annotations=None,
+                )
+            ]
+        )
     )
     (g,) = spec.groups
-    assert (g.node_selector, g.tolerations, g.affinity, g.topology_spread_constraints, g.labels, g.annotations) == ({}, (), {}, (), {}, {})
+    assert (g.node_selector, g.tolerations, g.affinity, g.topology_spread_constraints, g.labels, g.annotations) == (
+        {},
+        (),
+        {},
+        (),
+        {},
+        {},
+    )
 
 
 def test_keys_match_case_insensitively() -> None:
     spec = parse_gang(
-        notes([{"NAME": "g", "MinMember": 3, "minresource": {"cpu": "2"}, "NodeSelector": {"a": "b"}, "TOLERATIONS": [{"key": "k"}]}])
+        notes(
+            [
+                {
+                    "NAME": "g",
+                    "MinMember": 3,
+                    "minresource": {"cpu": "2"},
+                    "NodeSelector": {"a": "b"},
+                    "TOLERATIONS": [{"key": "k"}],
+                }
+            ]
+        )
     )
     (g,) = spec.groups
-    assert (g.name, g.min_member, g.min_resource, g.node_selector, g.tolerations) == ("g", 3, {"cpu": "2"}, {"a": "b"}, ({"key": "k"},))
+    assert (g.name, g.min_member, g.min_resource, g.node_selector, g.tolerations) == (
+        "g",
+        3,
+        {"cpu": "2"},
+        {"a": "b"},
+        ({"key": "k"},),
+    )
     assert spec.warnings == ()
 
 
@@ -195,7 +229,9 @@ def test_valid_quantities_are_kept_as_written(quantity: Any) -> None:
     assert spec.groups[0].min_resource == {"memory": str(quantity)}
 
 
-@pytest.mark.parametrize("name", ["cpu", "memory", "nvidia.com/gpu", "hugepages-2Mi", "example.com/Foo_bar.baz", "a.b.c/x"])
+@pytest.mark.parametrize(
+    "name", ["cpu", "memory", "nvidia.com/gpu", "hugepages-2Mi", "example.com/Foo_bar.baz", "a.b.c/x"]
+)
 def test_valid_resource_names(name: str) -> None:
     assert list(parse_gang(notes([group(minResource={name: "1"})])).groups[0].min_resource) == [name]
 
@@ -224,10 +260,19 @@ def test_annotation_at_exactly_the_byte_limit_is_read() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[{", 'yunikorn.apache.org/task-groups: "[{" is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 3 (char 2))'),
+        (
+            "[{",
+            'yunikorn.apache.org/task-groups: "[{" is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 3 (char 2))',
+        ),
         ("", 'yunikorn.apache.org/task-groups: "" is not valid JSON (Expecting value: line 1 column 1 (char 0))'),
-        ("name: g", 'yunikorn.apache.org/task-groups: "name: g" is not valid JSON (Expecting value: line 1 column 1 (char 0))'),
-        ("[1,]", 'yunikorn.apache.org/task-groups: "[1,]" is not valid JSON (Expecting value: line 1 column 4 (char 3))'),
+        (
+            "name: g",
+            'yunikorn.apache.org/task-groups: "name: g" is not valid JSON (Expecting value: line 1 column 1 (char 0))',
+        ),
+        (
+            "[1,]",
+            'yunikorn.apache.org/task-groups: "[1,]" is not valid JSON (Expecting value: line 1 column 4 (char 3))',
+        ),
     ],
 )
 def test_malformed_json(text: str, expected: str) -> None:
@@ -251,12 +296,18 @@ def test_missing_annotation_is_invalid_json() -> None:
     ],
 )
 def test_not_a_non_empty_array(text: str, shown: str) -> None:
-    assert only_message({TG: text}) == f"yunikorn.apache.org/task-groups: {shown} must be a non-empty JSON array of task groups"
+    assert (
+        only_message({TG: text})
+        == f"yunikorn.apache.org/task-groups: {shown} must be a non-empty JSON array of task groups"
+    )
 
 
 @pytest.mark.parametrize(("element", "shown"), [(5, "5"), ("g", '"g"'), (None, "null"), ([], "[]"), (True, "true")])
 def test_element_not_an_object(element: Any, shown: str) -> None:
-    assert only_message(notes([element])) == f"task-groups[0]: {shown} must be an object with name, minMember and minResource"
+    assert (
+        only_message(notes([element]))
+        == f"task-groups[0]: {shown} must be an object with name, minMember and minResource"
+    )
 
 
 def test_each_bad_element_is_named_by_its_index() -> None:
@@ -320,7 +371,9 @@ def test_min_member_above_a_custom_group_cap() -> None:
 
 def test_total_above_the_per_app_cap() -> None:
     six = [group(name=f"g{i}", minMember=1000) for i in range(6)]
-    assert only_message(notes(six)) == "task-groups[*].minMember: 6000 in total exceeds the per-application limit of 5000"
+    assert (
+        only_message(notes(six)) == "task-groups[*].minMember: 6000 in total exceeds the per-application limit of 5000"
+    )
 
 
 def test_total_above_a_custom_app_cap() -> None:
@@ -331,9 +384,22 @@ def test_total_above_a_custom_app_cap() -> None:
     assert parse_gang(notes(two), Limits(max_members_per_app=6)).min_members == 6
 
 
-@pytest.mark.parametrize(("value", "shown"), [(DROP, "null"), (None, "null"), ({}, "{}"), ([], "[]"), ("1", '"1"'), (5, "5"), ([{"cpu": "1"}], '[{"cpu": "1"}]')])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (DROP, "null"),
+        (None, "null"),
+        ({}, "{}"),
+        ([], "[]"),
+        ("1", '"1"'),
+        (5, "5"),
+        ([{"cpu": "1"}], '[{"cpu": "1"}]'),
+    ],
+)
 def test_bad_min_resource_shape(value: Any, shown: str) -> None:
-    assert only_message(notes([group(minResource=value)])) == f"task-groups[g].minResource: {shown} {MIN_RESOURCE_SHAPE}"
+    assert (
+        only_message(notes([group(minResource=value)])) == f"task-groups[g].minResource: {shown} {MIN_RESOURCE_SHAPE}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -369,7 +435,10 @@ def test_bad_min_resource_shape(value: Any, shown: str) -> None:
     ],
 )
 def test_bad_quantities(value: Any, shown: str, expected: str) -> None:
-    assert only_message(notes([group(minResource={"cpu": value})])) == f"task-groups[g].minResource.cpu: {shown} {expected}"
+    assert (
+        only_message(notes([group(minResource={"cpu": value})]))
+        == f"task-groups[g].minResource.cpu: {shown} {expected}"
+    )
 
 
 def test_non_finite_json_literals_are_bad_quantities() -> None:
@@ -394,7 +463,10 @@ def test_non_finite_json_literals_are_bad_quantities() -> None:
 )
 def test_quantities_whose_group_total_overflows_int64(quantity: Any, min_member: int) -> None:
     message = only_message(notes([group(minMember=min_member, minResource={"memory": quantity})]))
-    assert message == f"task-groups[g].minResource.memory: {json.dumps(quantity)} times minMember {min_member} overflows a 64-bit quantity"
+    assert (
+        message
+        == f"task-groups[g].minResource.memory: {json.dumps(quantity)} times minMember {min_member} overflows a 64-bit quantity"
+    )
 
 
 def test_largest_group_total_that_fits_int64() -> None:
@@ -409,13 +481,18 @@ def test_overflow_check_still_runs_when_min_member_is_invalid() -> None:
     ]
 
 
-@pytest.mark.parametrize("name", ["CPU!", "-cpu", "cpu-", "a/b/c", "", "Example.com/gpu", "/gpu", "nvidia.com/", "g p u", "x" * 254])
+@pytest.mark.parametrize(
+    "name", ["CPU!", "-cpu", "cpu-", "a/b/c", "", "Example.com/gpu", "/gpu", "nvidia.com/", "g p u", "x" * 254]
+)
 def test_invalid_resource_names(name: str) -> None:
     shown = json.dumps(name)
     if len(shown) > MAX_SHOWN_VALUE:
         shown = shown[: MAX_SHOWN_VALUE - 1] + "…"
     in_path = name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 1] + "…"
-    assert only_message(notes([group(minResource={name: "1"})])) == f"task-groups[g].minResource.{in_path}: {shown} is not a valid resource name"
+    assert (
+        only_message(notes([group(minResource={name: "1"})]))
+        == f"task-groups[g].minResource.{in_path}: {shown} is not a valid resource name"
+    )
 
 
 @pytest.mark.parametrize(
@@ -447,7 +524,10 @@ def test_wrong_types_of_optional_fields(field: str, value: Any, shown: str, expe
 
 @pytest.mark.parametrize(("value", "shown"), [([], "[]"), (False, "false"), (0, "0"), ("", '""')])
 def test_falsy_non_object_affinity_is_reported(value: Any, shown: str) -> None:
-    assert only_message(notes([group(affinity=value)])) == f"task-groups[g].affinity: {shown} must be an object (a pod affinity spec)"
+    assert (
+        only_message(notes([group(affinity=value)]))
+        == f"task-groups[g].affinity: {shown} must be an object (a pod affinity spec)"
+    )
 
 
 def test_duplicate_group_names() -> None:
@@ -520,7 +600,9 @@ def test_oversized_annotation_also_reports_policy_problems() -> None:
 def test_long_values_are_shortened_in_messages() -> None:
     text = "x" * 500
     message = only_message({TG: text})
-    assert message.startswith('yunikorn.apache.org/task-groups: "' + "x" * (MAX_SHOWN_VALUE - 2) + "… is not valid JSON (")
+    assert message.startswith(
+        'yunikorn.apache.org/task-groups: "' + "x" * (MAX_SHOWN_VALUE - 2) + "… is not valid JSON ("
+    )
     assert len(message) < 200
 
 
@@ -596,7 +678,10 @@ def test_policy_default_style_comes_from_limits() -> None:
 def test_bad_timeouts(value: str) -> None:
     with pytest.raises(InvalidGang) as info:
         parse_policy(f"placeholderTimeoutInSeconds={value}")
-    assert str(info.value) == f"yunikorn.apache.org/schedulingPolicyParameters.placeholderTimeoutInSeconds: {json.dumps(value)} {TIMEOUT_RANGE}"
+    assert (
+        str(info.value)
+        == f"yunikorn.apache.org/schedulingPolicyParameters.placeholderTimeoutInSeconds: {json.dumps(value)} {TIMEOUT_RANGE}"
+    )
 
 
 def test_timeout_cap_comes_from_limits() -> None:
@@ -609,12 +694,23 @@ def test_timeout_cap_comes_from_limits() -> None:
 def test_bad_styles(value: str) -> None:
     with pytest.raises(InvalidGang) as info:
         parse_policy(f"gangSchedulingStyle={value}")
-    assert str(info.value) == f"yunikorn.apache.org/schedulingPolicyParameters.gangSchedulingStyle: {json.dumps(value)} must be Soft or Hard"
+    assert (
+        str(info.value)
+        == f"yunikorn.apache.org/schedulingPolicyParameters.gangSchedulingStyle: {json.dumps(value)} must be Soft or Hard"
+    )
 
 
 @pytest.mark.parametrize(
     "token",
-    ["foo=bar", "placeholderTimeoutInSeconds", "gangSchedulingStyle", "Hard", "=60", "placeholdertimeoutinseconds=60", "timeout=60"],
+    [
+        "foo=bar",
+        "placeholderTimeoutInSeconds",
+        "gangSchedulingStyle",
+        "Hard",
+        "=60",
+        "placeholdertimeoutinseconds=60",
+        "timeout=60",
+    ],
 )
 def test_unknown_policy_tokens(token: str) -> None:
     with pytest.raises(InvalidGang) as info:
@@ -685,7 +781,9 @@ def test_check_member_rejects_an_unknown_group(name: str) -> None:
     with pytest.raises(InvalidGang) as info:
         check_member(spec, name)
     assert info.value.problems == [
-        Problem(keys.TASK_GROUP_NAME, name, "is not a task group of this application (groups: spark-driver, spark-executor)")
+        Problem(
+            keys.TASK_GROUP_NAME, name, "is not a task group of this application (groups: spark-driver, spark-executor)"
+        )
     ]
     assert str(info.value) == (
         f"yunikorn.apache.org/task-group-name: {json.dumps(name)} is not a task group of this application "
@@ -715,16 +813,32 @@ json_leaves = st.one_of(
 )
 json_values = st.recursive(
     json_leaves,
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=20,
 )
 real_keys = st.sampled_from(
-    ["name", "minMember", "minResource", "nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "labels", "annotations",
-     "NAME", "minmember", "MinResource"]
+    [
+        "name",
+        "minMember",
+        "minResource",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "topologySpreadConstraints",
+        "labels",
+        "annotations",
+        "NAME",
+        "minmember",
+        "MinResource",
+    ]
 )
 quantity_like = st.one_of(
     json_values,
-    st.sampled_from(["1", "100m", "2Gi", "-1", "0", "NaN", "Infinity", "abc", "1e3", "9223372036854775807", "", "1Ei", "5M"]),
+    st.sampled_from(
+        ["1", "100m", "2Gi", "-1", "0", "NaN", "Infinity", "abc", "1e3", "9223372036854775807", "", "1Ei", "5M"]
+    ),
     st.integers(min_value=-5, max_value=10**20),
 )
 group_like = st.fixed_dictionaries(
@@ -732,7 +846,12 @@ group_like = st.fixed_dictionaries(
     optional={
         "name": st.one_of(st.sampled_from(["g", "exec", "Bad_Name", ""]), json_values),
         "minMember": st.one_of(st.integers(min_value=-3, max_value=6000), json_values),
-        "minResource": st.one_of(st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "Bad!", ""]), quantity_like, max_size=3), json_values),
+        "minResource": st.one_of(
+            st.dictionaries(
+                st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "Bad!", ""]), quantity_like, max_size=3
+            ),
+            json_values,
+        ),
     },
 ).flatmap(lambda base: st.dictionaries(real_keys, json_values, max_size=3).map(lambda extra: {**extra, **base}))
 task_groups_json = st.one_of(
@@ -744,7 +863,9 @@ policy_text = st.one_of(
     st.text(max_size=30),
     st.lists(
         st.one_of(
-            st.builds("placeholderTimeoutInSeconds={}".format, st.text(alphabet=st.characters(max_codepoint=127), max_size=8)),
+            st.builds(
+                "placeholderTimeoutInSeconds={}".format, st.text(alphabet=st.characters(max_codepoint=127), max_size=8)
+            ),
             st.builds("gangSchedulingStyle={}".format, st.sampled_from(["Hard", "soft", "x", ""])),
             st.text(alphabet=st.characters(max_codepoint=127, blacklist_categories=("Zs", "Cc")), max_size=10),
         ),
@@ -813,7 +934,9 @@ valid_quantity = st.one_of(
     st.integers(min_value=1, max_value=10**6).map(str),
     st.decimals(min_value="0.001", max_value="1000", places=3).map(str),
 )
-resource_name = st.sampled_from(["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "example.com/foo", "hugepages-2Mi"])
+resource_name = st.sampled_from(
+    ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "example.com/foo", "hugepages-2Mi"]
+)
 valid_group = st.builds(
     lambda name, count, resources, name_key, member_key, resource_key: {
         name_key: name,
@@ -839,7 +962,9 @@ def test_valid_groups_round_trip(groups: list[dict[str, Any]]) -> None:
     spec = parse_gang({TG: json.dumps(groups)})
     assert [g.name for g in spec.groups] == [_value(g, "name") for g in groups]
     assert [g.min_member for g in spec.groups] == [_value(g, "minMember") for g in groups]
-    assert [dict(g.min_resource) for g in spec.groups] == [{k: str(v) for k, v in _value(g, "minResource").items()} for g in groups]
+    assert [dict(g.min_resource) for g in spec.groups] == [
+        {k: str(v) for k, v in _value(g, "minResource").items()} for g in groups
+    ]
     assert spec.min_members == sum(_value(g, "minMember") for g in groups)
     assert spec.policy == Policy(900, Style.SOFT)
     assert spec.warnings == ()
@@ -858,8 +983,11 @@ def test_any_policy_text_parses_or_raises_invalid_gang(text: str | None) -> None
 
 
 def test_gang_mode_and_group_are_read_from_yuniplace_annotations() -> None:
-    notes = {keys.TASK_GROUPS: json.dumps([{"name": "w", "minMember": 2, "minResource": {"cpu": "1"}}]),
-             keys.GANG_MODE: "strict", keys.GANG_GROUP: '["a/x", "b/y", "a/x"]'}
+    notes = {
+        keys.TASK_GROUPS: json.dumps([{"name": "w", "minMember": 2, "minResource": {"cpu": "1"}}]),
+        keys.GANG_MODE: "strict",
+        keys.GANG_GROUP: '["a/x", "b/y", "a/x"]',
+    }
     spec = parse_gang(notes)
     assert spec.mode == Mode.STRICT
     assert spec.gang_group == ("a/x", "b/y")

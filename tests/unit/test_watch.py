@@ -79,10 +79,12 @@ def test_watch_resumes_from_the_last_resource_version_including_bookmarks() -> N
     client = ScriptedClient(
         lists=[{"items": [pod("a", "5")], "metadata": {"resourceVersion": "10"}}],
         watches=[
-            FakeResponse([
-                {"type": "ADDED", "object": pod("b", "11")},
-                {"type": "BOOKMARK", "object": pod("", "15")},
-            ]),
+            FakeResponse(
+                [
+                    {"type": "ADDED", "object": pod("b", "11")},
+                    {"type": "BOOKMARK", "object": pod("", "15")},
+                ]
+            ),
             FakeResponse([{"type": "MODIFIED", "object": pod("b", "16")}]),
         ],
         done=done,

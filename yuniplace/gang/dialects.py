@@ -2,24 +2,33 @@
 
 Coscheduling's labels, Koordinator's annotations and scheduler-plugins' PodGroup each describe a gang
 as "N pods like these". Each becomes one task group built from the pod's own spec (its requests,
-node selector, tolerations and node affinity), so the rest of yuniplace speaks one language. A gang
-whose pods differ in size should use YuniKorn's task groups, which describe each kind of pod.
+node selector, tolerations and node affinity), checked like any task group, so the rest of yuniplace
+speaks one language. A gang whose pods differ in size should use YuniKorn's task groups, which
+describe each kind of pod, or, written for Volcano, its PodGroup's minTaskMember (see volcano.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from yuniplace.gang import keys
-from yuniplace.gang.resources import format_quantity, pod_requests
-from yuniplace.gang.taskgroups import InvalidGang, Mode, Problem, gang_group
+from yuniplace.gang import keys, volcano
+from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
+from yuniplace.gang.taskgroups import (
+    GangSpec,
+    InvalidGang,
+    Limits,
+    Mode,
+    Problem,
+    gang_group,
+    gang_of,
+    mode_of,
+    policy_of,
+)
 
-# The one task group of a gang written in another dialect.
-MEMBER_GROUP = "members"
 GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -30,6 +39,16 @@ class Dialect(enum.Enum):
     COSCHEDULING = "Coscheduling"
     KOORDINATOR = "Koordinator"
     POD_GROUP = "PodGroup"
+    VOLCANO = "Volcano"
+
+
+# The dialects whose gang a PodGroup object describes, and the API that serves their PodGroups.
+POD_GROUP_APIS = {Dialect.POD_GROUP: keys.POD_GROUP_API, Dialect.VOLCANO: keys.VOLCANO_API}
+# What names a member's PodGroup, for messages.
+POD_GROUP_NAMED_BY = {
+    Dialect.POD_GROUP: f"label {keys.POD_GROUP_LABEL}",
+    Dialect.VOLCANO: f"annotation {keys.VOLCANO_GROUP_NAME}",
+}
 
 
 def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:
@@ -47,31 +66,29 @@ def dialect_of(pod: Mapping[str, Any]) -> Dialect | None:
         return Dialect.COSCHEDULING
     if labels.get(keys.POD_GROUP_LABEL):
         return Dialect.POD_GROUP
+    if notes.get(keys.VOLCANO_GROUP_NAME):
+        return Dialect.VOLCANO
     return None
 
 
-def gang_name(pod: Mapping[str, Any]) -> str | None:
-    """The gang a pod of another dialect belongs to: its application id."""
-    dialect = dialect_of(pod)
+def pod_group_dialect(pods: Iterable[Mapping[str, Any]]) -> Dialect | None:
+    """Which PodGroup API describes the gang of an application's pods (its first member's dialect),
+    if any: a scheduler-plugins and a Volcano PodGroup may share a name, and only the one its pods
+    name is theirs."""
+    return next((d for pod in pods if (d := dialect_of(pod)) in POD_GROUP_APIS), None)
+
+
+def gang_name(pod: Mapping[str, Any], dialect: Dialect | None) -> str | None:
+    """The gang a pod of another dialect (`dialect`, as dialect_of found it) belongs to: its application id."""
     if dialect == Dialect.KOORDINATOR:
         return _meta(pod, "annotations")[keys.KOORDINATOR_NAME]
     if dialect == Dialect.COSCHEDULING:
         return _meta(pod, "labels")[keys.COSCHEDULING_NAME]
     if dialect == Dialect.POD_GROUP:
         return _meta(pod, "labels")[keys.POD_GROUP_LABEL]
+    if dialect == Dialect.VOLCANO:
+        return _meta(pod, "annotations")[keys.VOLCANO_GROUP_NAME]
     return None
-
-
-def _min_available(text: Any, where: str, problems: list[Problem]) -> int:
-    if isinstance(text, str) and re.fullmatch(r"[0-9]{1,9}", text):
-        value = int(text)
-    elif isinstance(text, int) and not isinstance(text, bool):
-        value = text
-    else:
-        value = 0
-    if value < 1:
-        problems.append(Problem(where, text, "must be a whole number of pods, at least 1"))
-    return value
 
 
 def _duration_s(text: str, where: str, problems: list[Problem]) -> int | None:
@@ -86,69 +103,87 @@ def _duration_s(text: str, where: str, problems: list[Problem]) -> int | None:
     return int(seconds)
 
 
-def _member_group(pod: Mapping[str, Any], min_member: int, where: str, problems: list[Problem]) -> dict[str, Any]:
-    spec = pod.get("spec", {})
-    requests = {name: format_quantity(amount) for name, amount in pod_requests(spec).items() if amount > 0}
-    if not requests:
-        problems.append(Problem(f"{where}: pod {pod.get('metadata', {}).get('name')} requests", {},
-                                "are empty; a gang reserves room by the members' requests, so set cpu/memory requests"))
-    group: dict[str, Any] = {"name": MEMBER_GROUP, "minMember": min_member, "minResource": requests}
-    for field in ("nodeSelector", "tolerations"):
-        if spec.get(field):
-            group[field] = spec[field]
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
-    if node_affinity:
-        group["affinity"] = {"nodeAffinity": node_affinity}
-    return group
-
-
-def _policy(notes: Mapping[str, str], timeout_s: int | None) -> str:
-    """The pod's own schedulingPolicyParameters (a style, say) with the dialect's timeout added."""
-    own = notes.get(keys.SCHEDULING_POLICY_PARAMETERS, "")
-    if timeout_s is not None and "placeholderTimeoutInSeconds=" not in own:
-        own = f"{own} placeholderTimeoutInSeconds={timeout_s}".strip()
-    return own
-
-
-def gang_annotations(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None = None) -> Mapping[str, str]:
-    """The annotations, in YuniKorn's dialect, that describe the gang `pod` belongs to: its own for a
-    YuniKorn pod, else built from the other dialect. `pod_group` is the PodGroup a pod of that dialect
-    names. InvalidGang names the dialect's own fields, so the message points at what the user wrote."""
+def gang_spec_of(
+    pod: Mapping[str, Any],
+    dialect: Dialect,
+    pod_group: Mapping[str, Any] | None,
+    limits: Limits,
+    members: Sequence[Mapping[str, Any]] = (),
+) -> GangSpec:
+    """The gang a pod of another dialect than YuniKorn's describes: one task group shaped like the pod
+    (Volcano: one per task, shaped like the task's pods among `members`). InvalidGang names the
+    dialect's own fields, so the message points at what the user wrote. The pod's own yuniplace
+    annotations (gang mode and group) and schedulingPolicyParameters win over what the dialect says."""
     notes, labels = _meta(pod, "annotations"), _meta(pod, "labels")
-    dialect = dialect_of(pod)
-    if dialect in (None, Dialect.YUNIKORN):
-        return notes
     problems: list[Problem] = []
     timeout_s: int | None = None
-    built: dict[str, str] = {}
+    mode = Mode.NON_STRICT
+    group_with: tuple[str, ...] = ()
+    gang: volcano.VolcanoGang | None = None
+    if dialect in POD_GROUP_APIS and pod_group is None:
+        named_by = POD_GROUP_NAMED_BY[dialect]
+        name = gang_name(pod, dialect)
+        kind = "PodGroup" if dialect == Dialect.POD_GROUP else f"{dialect.value} PodGroup"
+        raise InvalidGang([Problem(named_by, name, f"names no {kind} in this namespace")])
     if dialect == Dialect.COSCHEDULING:
         where = keys.COSCHEDULING_MIN_AVAILABLE
-        min_member = _min_available(labels.get(where, "1"), f"label {where}", problems)
+        min_member = whole_number(labels.get(where, "1"), f"label {where}", problems)
     elif dialect == Dialect.KOORDINATOR:
         where = keys.KOORDINATOR_MIN_AVAILABLE
-        min_member = _min_available(notes.get(where, "1"), where, problems)
+        min_member = whole_number(notes.get(where, "1"), where, problems)
         if keys.KOORDINATOR_WAITING_TIME in notes:
             timeout_s = _duration_s(notes[keys.KOORDINATOR_WAITING_TIME], keys.KOORDINATOR_WAITING_TIME, problems)
         # Koordinator's default mode is Strict.
-        mode = notes.get(keys.KOORDINATOR_MODE, Mode.STRICT.value)
-        if mode not in (m.value for m in Mode):
-            problems.append(Problem(keys.KOORDINATOR_MODE, mode, "must be Strict or NonStrict"))
-        built[keys.GANG_MODE] = mode
-        if keys.KOORDINATOR_GROUPS in notes:
-            gang_group(notes[keys.KOORDINATOR_GROUPS], keys.KOORDINATOR_GROUPS, problems)
-            built[keys.GANG_GROUP] = notes[keys.KOORDINATOR_GROUPS]
+        mode = next((m for m in Mode if m.value == notes.get(keys.KOORDINATOR_MODE, Mode.STRICT.value)), Mode.STRICT)
+        if notes.get(keys.KOORDINATOR_MODE, Mode.STRICT.value) != mode.value:
+            problems.append(Problem(keys.KOORDINATOR_MODE, notes[keys.KOORDINATOR_MODE], "must be Strict or NonStrict"))
+        group_with = gang_group(notes.get(keys.KOORDINATOR_GROUPS), keys.KOORDINATOR_GROUPS, problems)
+    elif dialect == Dialect.VOLCANO:
+        assert pod_group is not None
+        # Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
+        gang = volcano.read(pod, pod_group, members, problems)
     else:
-        if pod_group is None:
-            raise InvalidGang([Problem(f"label {keys.POD_GROUP_LABEL}", labels.get(keys.POD_GROUP_LABEL),
-                                       "names no PodGroup in this namespace")])
+        assert pod_group is not None
         spec = pod_group.get("spec") or {}
         where = "PodGroup spec.minMember"
-        min_member = _min_available(spec.get("minMember"), where, problems)
+        min_member = whole_number(spec.get("minMember"), where, problems)
         scheduled_timeout = spec.get("scheduleTimeoutSeconds")
-        if isinstance(scheduled_timeout, int) and scheduled_timeout > 0:
+        if isinstance(scheduled_timeout, int) and not isinstance(scheduled_timeout, bool) and scheduled_timeout > 0:
             timeout_s = scheduled_timeout
-    group = _member_group(pod, min_member, where, problems)
+    if timeout_s is not None and timeout_s > limits.max_timeout_s:
+        problems.append(Problem(f"{dialect.value} timeout", timeout_s, f"must be at most {limits.max_timeout_s}s"))
+        timeout_s = None
+    if keys.GANG_MODE in notes:
+        mode = mode_of(notes[keys.GANG_MODE], problems)
+    if keys.GANG_GROUP in notes:
+        group_with = gang_group(notes[keys.GANG_GROUP], keys.GANG_GROUP, problems)
+    groups = gang.groups if gang is not None else [shaped_group(pod, MEMBER_GROUP, min_member, where, problems)]
     if problems:
         raise InvalidGang(problems)
-    return {**notes, keys.TASK_GROUPS: json.dumps([group]), keys.SCHEDULING_POLICY_PARAMETERS: _policy(notes, timeout_s),
-            **{k: v for k, v in built.items() if k not in notes}}
+    policy = policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems, default_timeout_s=timeout_s)
+    gang_spec = gang_of(groups, policy, mode, group_with, limits, problems)
+    if gang is None:
+        return gang_spec
+    return dataclasses.replace(
+        gang_spec,
+        warnings=gang_spec.warnings + tuple(gang.warnings),
+        priority_class_name=gang.priority_class_name,
+        other_groups_follow=True,
+    )
+
+
+def own_problems(pod: Mapping[str, Any], dialect: Dialect, limits: Limits) -> list[Problem]:
+    """What a member of a gang that a PodGroup describes says itself, checked without the PodGroup
+    (the webhook reads nothing from the API, and a PodGroup may be created after its pods): its
+    schedulingPolicyParameters, gang mode and gang group, and a Volcano pod's task."""
+    notes = _meta(pod, "annotations")
+    problems: list[Problem] = []
+    policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems)
+    if keys.GANG_MODE in notes:
+        mode_of(notes[keys.GANG_MODE], problems)
+    if keys.GANG_GROUP in notes:
+        gang_group(notes[keys.GANG_GROUP], keys.GANG_GROUP, problems)
+    task = volcano.task_of(pod) if dialect == Dialect.VOLCANO else None
+    if task is not None:
+        volcano.check_task_name(task, keys.VOLCANO_TASK, problems)
+    return problems

@@ -39,6 +39,7 @@ class Node:
     labels: Mapping[str, str]
     taints: tuple[Mapping[str, Any], ...]
     allocatable: Mapping[str, int]
+    capacity: Mapping[str, int] = field(default_factory=dict)  # for reports: what the node has before reservations
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> Node:
@@ -52,6 +53,7 @@ class Node:
             labels=node["metadata"].get("labels") or {},
             taints=taints,
             allocatable=amounts((node.get("status") or {}).get("allocatable") or {}),
+            capacity=amounts((node.get("status") or {}).get("capacity") or {}),
         )
 
 
@@ -79,7 +81,11 @@ def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]
         key = toleration.get("key") or ""
         if operator == "Exists" and (not key or key == taint.get("key")):
             return True
-        if operator == "Equal" and key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or ""):
+        if (
+            operator == "Equal"
+            and key == taint.get("key")
+            and (toleration.get("value") or "") == (taint.get("value") or "")
+        ):
             return True
     return False
 
@@ -130,7 +136,8 @@ class Need:
 def _copies(free: Mapping[str, int], requests: Mapping[str, int]) -> int:
     """How many pods of `requests` fit in `free` (one pod slot each)."""
     wanted = {**requests, PODS: requests.get(PODS, 0) + 1000}
-    return min((free.get(name, 0) // amount if amount > 0 else math.inf for name, amount in wanted.items()), default=0)  # type: ignore[return-value]
+    # A pod slot is always wanted, so at least one amount is positive and bounds the count.
+    return min(free.get(name, 0) // amount for name, amount in wanted.items() if amount > 0)
 
 
 class Room:
@@ -159,12 +166,20 @@ class Room:
             copies = _copies(free, need.requests)
             if copies <= 0 or not need.constraints.accepts(node):
                 continue
-            placed = min(left, int(copies))
+            placed = min(left, copies)
             for name, amount in need.requests.items():
                 free[name] = free.get(name, 0) - amount * placed
             free[PODS] = free.get(PODS, 0) - 1000 * placed
             left -= placed
         return need.count - left
+
+    def reserve(self, needs: Sequence[Need]) -> bool:
+        """Take the room of every need if all of them fit, else take nothing; whether they fit."""
+        trial = self.copy()
+        if any(trial.take_all(needs)):
+            return False
+        self.free = trial.free
+        return True
 
     def take_all(self, needs: Sequence[Need]) -> list[int]:
         """Place every need, largest pods first (fewer nodes can hold them); return the shortfall of
@@ -174,12 +189,3 @@ class Room:
         for index in order:
             short[index] = needs[index].count - self.take(needs[index])
         return short
-
-
-def fits(room: Room, needs: Sequence[Need]) -> bool:
-    """Whether every need fits in `room`; `room` is consumed only when they all do."""
-    trial = room.copy()
-    if any(trial.take_all(needs)):
-        return False
-    room.free = trial.free
-    return True

@@ -21,7 +21,10 @@ PLACEHOLDER = "yuniplace.io/placeholder"
 PLACEHOLDER_APP = "yuniplace.io/app-id"
 PLACEHOLDER_GROUP = "yuniplace.io/task-group"
 RESERVATION_STARTED = "yuniplace.io/reservation-started"
+FIRST_ALLOCATED = "yuniplace.io/first-allocated"
 STATE = "yuniplace.io/state"
+# On the originator: since when it has waited first in its admission queue (its timeout runs from then).
+QUEUED_SINCE = "yuniplace.io/queued-since"
 # On a real pod: the placeholder whose place it is taking, written with its nomination (step 1 of a
 # swap), so a restarted controller resumes the swap with that placeholder and no other.
 SWAP_PLACEHOLDER = "yuniplace.io/swap-placeholder"
@@ -32,8 +35,14 @@ RETRY_AFTER = "yuniplace.io/retry-after"
 GANG_MODE = "yuniplace.io/gang-mode"
 GANG_GROUP = "yuniplace.io/gang-group"
 
+# YuniKorn's own marks of a placeholder, put on yuniplace's too, so that tooling written for YuniKorn
+# (dashboards, kubectl selectors) recognises them: its placeholder flag (current and earlier), the task
+# group, and its application and queue labels.
+YUNIKORN_PLACEHOLDER_FLAGS = ("internal.yunikorn.apache.org/placeholder", "yunikorn.apache.org/placeholder")
+YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
+
 # The queue an application waits in for admission: first found, else the namespace.
-QUEUE_SOURCES = (("label", "yunikorn.apache.org/queue"), ("annotation", "yunikorn.apache.org/queue"), ("label", "queue"))
+QUEUE_SOURCES = (("label", YUNIKORN_QUEUE), ("annotation", YUNIKORN_QUEUE), ("label", "queue"))
 
 # Other gang dialects, each read as one task group built from the pod's own spec.
 COSCHEDULING_NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
@@ -46,3 +55,8 @@ KOORDINATOR_MODE = KOORDINATOR_PREFIX + "mode"
 KOORDINATOR_GROUPS = KOORDINATOR_PREFIX + "groups"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
 POD_GROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
+# Volcano: the annotation naming a pod's PodGroup (scheduling.volcano.sh/v1beta1), and the one its Job
+# controller puts on every pod naming the pod's task (matched with the PodGroup's spec.minTaskMember).
+VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
+VOLCANO_TASK = "volcano.sh/task-spec"
+VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from yuniplace.gang import keys
+from yuniplace.gang.pods import queue
 from yuniplace.gang.taskgroups import TaskGroup
 
 DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
@@ -22,7 +23,12 @@ PLACEHOLDER_SECURITY_CONTEXT = {
     "runAsNonRoot": True,
 }
 # The pause image runs as 65535 ("nobody"); saying so lets runAsNonRoot be checked without an image.
-POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 65535, "runAsGroup": 65535, "seccompProfile": {"type": "RuntimeDefault"}}
+POD_SECURITY_CONTEXT = {
+    "runAsNonRoot": True,
+    "runAsUser": 65535,
+    "runAsGroup": 65535,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 
 def _digest(text: str, length: int = 8) -> str:
@@ -58,10 +64,15 @@ def placeholder_pod(
     index: int,
     originator: Mapping[str, Any],
     image: str = DEFAULT_IMAGE,
+    priority_class_name: str | None = None,
+    queue_name: str | None = None,
 ) -> dict[str, Any]:
     """The manifest of placeholder `index` of `group`: sized by minResource, placed by the group's
-    constraints, owned by the originator (so garbage collection removes it with the originator), and
-    restricted enough for Pod Security "restricted" namespaces."""
+    constraints, owned by the originator (so garbage collection removes it with the originator),
+    restricted enough for Pod Security "restricted" namespaces, and marked both as yuniplace's and as
+    YuniKorn marks its own. Its priority class is the gang's (`priority_class_name`, as a Volcano
+    PodGroup names it), else the originator's, so it holds room as firmly as the members will. Its
+    YuniKorn queue label is the queue admission placed the gang in (`queue_name`), else the one it names."""
     meta = originator["metadata"]
     resources = dict(group.min_resource)
     spec: dict[str, Any] = {
@@ -79,9 +90,9 @@ def placeholder_pod(
             }
         ],
     }
-    originator_spec = originator.get("spec", {})
-    if originator_spec.get("priorityClassName"):
-        spec["priorityClassName"] = originator_spec["priorityClassName"]
+    priority_class = priority_class_name or originator.get("spec", {}).get("priorityClassName")
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     if group.node_selector:
         spec["nodeSelector"] = dict(group.node_selector)
     if group.tolerations:
@@ -98,11 +109,19 @@ def placeholder_pod(
             "namespace": meta["namespace"],
             "labels": {
                 **group.labels,
+                keys.APP_ID: label_value(app_id),
+                keys.YUNIKORN_QUEUE: label_value(queue_name or queue(originator)),
                 keys.PLACEHOLDER: "true",
                 keys.PLACEHOLDER_APP: label_value(app_id),
                 keys.PLACEHOLDER_GROUP: group.name,
             },
-            "annotations": {**group.annotations, keys.PLACEHOLDER_APP: app_id, keys.PLACEHOLDER_GROUP: group.name},
+            "annotations": {
+                **group.annotations,
+                **dict.fromkeys(keys.YUNIKORN_PLACEHOLDER_FLAGS, "true"),
+                keys.TASK_GROUP_NAME: group.name,
+                keys.PLACEHOLDER_APP: app_id,
+                keys.PLACEHOLDER_GROUP: group.name,
+            },
             "ownerReferences": [
                 {
                     "apiVersion": "v1",

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from yuniplace.gang import keys
-from yuniplace.gang.dialects import MEMBER_GROUP, Dialect, dialect_of, gang_name
+from yuniplace.gang.dialects import Dialect, dialect_of, gang_name
+from yuniplace.gang.podshape import MEMBER_GROUP
 
 Pod = dict[str, Any]
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -26,12 +27,18 @@ class AppKey(NamedTuple):
     def __str__(self) -> str:
         return f"{self.namespace}/{self.app_id}"
 
+    @classmethod
+    def parse(cls, ref: str) -> AppKey:
+        """`namespace/app-id`, as gang groups name applications (validated where they are read)."""
+        namespace, _, app_id = ref.partition("/")
+        return cls(namespace, app_id)
 
-def annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
+
+def annotations_of(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return pod.get("metadata", {}).get("annotations") or {}
 
 
-def labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+def labels_of(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return pod.get("metadata", {}).get("labels") or {}
 
 
@@ -48,57 +55,97 @@ def uid(pod: Mapping[str, Any]) -> str:
 
 
 def is_placeholder(pod: Mapping[str, Any]) -> bool:
-    return labels(pod).get(keys.PLACEHOLDER) == "true"
+    return labels_of(pod).get(keys.PLACEHOLDER) == "true"
 
 
-def app_id(pod: Mapping[str, Any]) -> str | None:
-    """The application id, first found of YuniKorn's sources; placeholders carry theirs verbatim.
+class Identity(NamedTuple):
+    """What a pod is to yuniplace: read once per pod event, since the dialect decides everything else."""
+
+    dialect: Dialect | None
+    placeholder: bool
+    app_id: str | None
+    group: str | None  # the task group it belongs to
+    describes_gang: bool  # it carries the gang's description (YuniKorn's task groups, or another dialect)
+
+
+def identify(pod: Mapping[str, Any]) -> Identity:
+    notes = annotations_of(pod)
+    if is_placeholder(pod):
+        return Identity(None, True, notes.get(keys.PLACEHOLDER_APP), notes.get(keys.PLACEHOLDER_GROUP), False)
+    dialect = dialect_of(pod)
+    group = _group(notes, dialect)
+    describes_gang = _describes_gang(notes, dialect)
+    return Identity(dialect, False, _app_id(pod, dialect, describes_gang or group is not None), group, describes_gang)
+
+
+def _group(notes: Mapping[str, str], dialect: Dialect | None) -> str | None:
+    """YuniKorn's task-group name; a Volcano pod's task (the task groups of a PodGroup with
+    minTaskMember are its tasks); else the one group of a gang of pods like these."""
+    if dialect in (None, Dialect.YUNIKORN):
+        return notes.get(keys.TASK_GROUP_NAME) or None
+    if dialect == Dialect.VOLCANO:
+        return notes.get(keys.VOLCANO_TASK) or MEMBER_GROUP
+    return MEMBER_GROUP
+
+
+def _describes_gang(notes: Mapping[str, str], dialect: Dialect | None) -> bool:
+    return dialect is not None and (dialect != Dialect.YUNIKORN or keys.TASK_GROUPS in notes)
+
+
+def _app_id(pod: Mapping[str, Any], dialect: Dialect | None, gang_pod: bool) -> str | None:
+    """The application id, first found of YuniKorn's sources (another dialect's gang name first).
     A gang pod naming none belongs to its controlling owner (a Job's pods form one application) or,
     standing alone, is an application by itself: it must never wait for an id that will not come."""
-    if is_placeholder(pod):
-        return annotations(pod).get(keys.PLACEHOLDER_APP)
-    dialect_gang = gang_name(pod)  # another dialect's gang name defines its members
+    dialect_gang = gang_name(pod, dialect)
     if dialect_gang:
         return dialect_gang
-    sources = {"label": labels(pod), "annotation": annotations(pod)}
+    sources = {"label": labels_of(pod), "annotation": annotations_of(pod)}
     for where, key in keys.APP_ID_SOURCES:
         value = sources[where].get(key)
         if value:
             return value
-    if carries_task_groups(pod) or task_group_name(pod) is not None:
+    if gang_pod:
         owner = next((o for o in pod.get("metadata", {}).get("ownerReferences") or [] if o.get("controller")), None)
         return str(owner["name"]) if owner else pod.get("metadata", {}).get("name") or None
     return None
 
 
-def app_key(pod: Mapping[str, Any]) -> AppKey | None:
-    found = app_id(pod)
+def app_id(pod: Mapping[str, Any]) -> str | None:
+    return identify(pod).app_id
+
+
+def app_key(pod: Mapping[str, Any], identity: Identity | None = None) -> AppKey | None:
+    found = (identity or identify(pod)).app_id
     return AppKey(namespace(pod), found) if found else None
 
 
 def task_group_name(pod: Mapping[str, Any]) -> str | None:
-    if is_placeholder(pod):
-        return annotations(pod).get(keys.PLACEHOLDER_GROUP)
-    dialect = dialect_of(pod)
-    if dialect not in (None, Dialect.YUNIKORN):
-        return MEMBER_GROUP
-    return annotations(pod).get(keys.TASK_GROUP_NAME) or None
+    """The task group a pod belongs to, as `identify` says without reading the application id (the
+    planner asks it of every pod of a gang on every reconcile)."""
+    notes = annotations_of(pod)
+    return notes.get(keys.PLACEHOLDER_GROUP) if is_placeholder(pod) else _group(notes, dialect_of(pod))
 
 
 def carries_task_groups(pod: Mapping[str, Any]) -> bool:
     """Whether the pod describes its gang: YuniKorn's task groups, or any pod of another dialect
     (each of which describes the whole gang)."""
-    if is_placeholder(pod):
-        return False
-    dialect = dialect_of(pod)
-    return dialect is not None and (dialect != Dialect.YUNIKORN or keys.TASK_GROUPS in annotations(pod))
+    return not is_placeholder(pod) and _describes_gang(annotations_of(pod), dialect_of(pod))
+
+
+def provided_queue(pod: Mapping[str, Any]) -> str | None:
+    """The queue the pod names, where YuniKorn's shim looks: its queue label, then its queue
+    annotation, then a `queue` label."""
+    sources = {"label": labels_of(pod), "annotation": annotations_of(pod)}
+    return next((value for where, key in keys.QUEUE_SOURCES if (value := sources[where].get(key))), None)
 
 
 def queue(pod: Mapping[str, Any]) -> str:
-    """The admission queue: YuniKorn's queue label or annotation, a `queue` label, else the namespace."""
-    sources = {"label": labels(pod), "annotation": annotations(pod)}
-    found = next((value for where, key in keys.QUEUE_SOURCES if (value := sources[where].get(key))), None)
-    return found or namespace(pod)
+    """The admission queue without a queue configuration: the queue the pod names, else its namespace."""
+    return provided_queue(pod) or namespace(pod)
+
+
+def service_account(pod: Mapping[str, Any]) -> str | None:
+    return pod.get("spec", {}).get("serviceAccountName") or None
 
 
 def is_gated(pod: Mapping[str, Any]) -> bool:
@@ -133,14 +180,39 @@ def scheduler_name(pod: Mapping[str, Any]) -> str:
     return str(pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER)
 
 
-def is_concerned(pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCHEDULERS) -> bool:
+def is_concerned(
+    pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCHEDULERS, identity: Identity | None = None
+) -> bool:
     """Whether yuniplace has anything to do with this pod at all. Pods meant for another scheduler
     (YuniKorn's own, say) are left to it, even with the same annotations."""
-    if is_placeholder(pod):
+    identity = identity or identify(pod)
+    if identity.placeholder:
         return True
     if scheduler_name(pod) not in schedulers:
         return False
-    return carries_task_groups(pod) or task_group_name(pod) is not None or is_gated(pod)
+    return identity.describes_gang or identity.group is not None or is_gated(pod)
+
+
+def is_in_flight(pod: Mapping[str, Any]) -> bool:
+    """A member released by a nominated swap and not bound yet: its node's room is promised to it."""
+    return (
+        bool(nominated_node(pod))
+        and keys.SWAP_PLACEHOLDER in annotations_of(pod)
+        and not is_gated(pod)
+        and not node_name(pod)
+        and not is_terminal(pod)
+    )
+
+
+def is_unserved(pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCHEDULERS) -> bool:
+    """A gang pod for a scheduler yuniplace does not work with that no scheduler has looked at yet:
+    every scheduler marks a pod it tried (PodScheduled), so one without the mark, left long enough,
+    names a scheduler that does not run (YuniKorn's name, say, where YuniKorn is not installed)."""
+    if is_placeholder(pod) or scheduler_name(pod) in schedulers or dialect_of(pod) is None:
+        return False
+    if node_name(pod) or phase(pod) != "Pending" or is_deleting(pod):
+        return False
+    return not any(c.get("type") == "PodScheduled" for c in pod.get("status", {}).get("conditions") or [])
 
 
 def parse_time(text: str | None) -> float | None:
@@ -150,7 +222,7 @@ def parse_time(text: str | None) -> float | None:
 
 
 def format_time(epoch_s: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def created_at(pod: Mapping[str, Any]) -> float:
@@ -177,7 +249,15 @@ _KEPT_METADATA = (
     "deletionTimestamp",
 )
 _KEPT_SPEC = (
-    "nodeName", "schedulingGates", "priorityClassName", "priority", "overhead", "resources", "schedulerName", "affinity",
+    "nodeName",
+    "schedulingGates",
+    "priorityClassName",
+    "priority",
+    "overhead",
+    "resources",
+    "schedulerName",
+    "affinity",
+    "serviceAccountName",
 )
 # Kept only for pods of the dialects whose gang is shaped like the pod itself: every pod carries the
 # default tolerations, and keeping them for all would cost megabytes at tens of thousands of pods.
@@ -185,19 +265,16 @@ _KEPT_SPEC_OF_SHAPED_GANGS = ("nodeSelector", "tolerations")
 
 
 def _resources_only(containers: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    return [
-        {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
-        for c in containers or []
-    ]
+    return [{k: c[k] for k in ("name", "resources", "restartPolicy") if k in c} for c in containers or []]
 
 
-def trim(pod: Mapping[str, Any]) -> Pod:
+def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     """A copy holding only what yuniplace reads; a tenth or less of the size of a full pod."""
     metadata = pod.get("metadata", {})
     spec = pod.get("spec", {})
     status = pod.get("status", {})
     kept_spec: dict[str, Any] = {k: spec[k] for k in _KEPT_SPEC if k in spec}
-    if dialect_of(pod) not in (None, Dialect.YUNIKORN):
+    if (identity or identify(pod)).dialect not in (None, Dialect.YUNIKORN):
         kept_spec.update({k: spec[k] for k in _KEPT_SPEC_OF_SHAPED_GANGS if k in spec})
     kept_spec["containers"] = _resources_only(spec.get("containers"))
     if spec.get("initContainers"):

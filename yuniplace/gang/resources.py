@@ -70,15 +70,18 @@ def shortfalls(needed: Mapping[str, Decimal], available: Mapping[str, Decimal]) 
 
 
 BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+# From a million up only: a thousand cores reads better as 1000 than as 1k.
+DECIMAL_SUFFIXES = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6))
 
 
 def format_quantity(amount: Decimal) -> str:
     """A quantity as a manifest would write it: fractions in milli-units, whole multiples of a
-    binary unit with its suffix (1408Mi, not 1476395008), other numbers plain."""
+    binary unit with its suffix (1408Mi, not 1476395008), else of a decimal one from M up (100M, not
+    100000000), other numbers plain. Exact either way: it parses back to the same amount."""
     if amount != amount.to_integral_value():
         return f"{int((amount * 1000).to_integral_value())}m"
     value = int(amount)
-    for suffix, factor in BINARY_SUFFIXES:
+    for suffix, factor in BINARY_SUFFIXES + DECIMAL_SUFFIXES:
         if value >= factor and value % factor == 0:
             return f"{value // factor}{suffix}"
     return str(value)

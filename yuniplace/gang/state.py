@@ -30,7 +30,8 @@ TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     # Reserving -> Pending: Strict mode gave a partial reservation back and will try again.
     S.RESERVING: frozenset({S.PENDING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
-    S.RESERVED: frozenset({S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Reserved -> Pending: the queue that lent its room took it back before it ran.
+    S.RESERVED: frozenset({S.PENDING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESUMING: frozenset({S.COMPLETED}),
     # A failed application stays Failed, even once its pods (failed by us) are all terminal.

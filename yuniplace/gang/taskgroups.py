@@ -16,18 +16,24 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from yuniplace import boundedjson
 from yuniplace.gang import keys
 from yuniplace.kube import parse_quantity
 
 INT64_MAX = 2**63 - 1
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # A resource name is an optional DNS subdomain prefix and a name, as Kubernetes qualifies them.
-RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+RESOURCE_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 # Kubernetes' quantity grammar: a signed decimal number and one suffix (binary, decimal or exponent).
 QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 MAX_SHOWN_VALUE = 60
 MAX_SHOWN_NAME = 40
 MAX_ERRORS_SHOWN = 5
+# Deep enough for any pod affinity a task group may carry (about 11 levels), far below the depth at
+# which Python's decoder recurses out.
+MAX_JSON_DEPTH = 32
 
 
 class Mode(enum.Enum):
@@ -84,7 +90,7 @@ class Problem:
     expected: str
 
     def __str__(self) -> str:
-        shown = json.dumps(self.value) if not isinstance(self.value, str) else json.dumps(self.value)
+        shown = json.dumps(self.value)
         if len(shown) > MAX_SHOWN_VALUE:
             shown = shown[: MAX_SHOWN_VALUE - 1] + "…"
         return f"{self.field}: {shown} {self.expected}"
@@ -108,6 +114,13 @@ class GangSpec:
     mode: Mode = Mode.NON_STRICT
     # Other applications ("namespace/app-id") reserved all-or-nothing together with this one.
     gang_group: tuple[str, ...] = ()
+    # The placeholders' priority class when the gang's dialect names one (a Volcano PodGroup's
+    # spec.priorityClassName); otherwise they take the originator's.
+    priority_class_name: str | None = None
+    # Members naming a task group the gang does not have start with the gang, unreserved, as members
+    # naming no group do, rather than being refused: a Volcano task that spec.minTaskMember leaves out
+    # has no minimum, so its pods are no part of the reservation.
+    other_groups_follow: bool = False
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -150,10 +163,6 @@ def _shown(name: str) -> str:
     return name if len(name) <= MAX_SHOWN_NAME else name[: MAX_SHOWN_NAME - 1] + "…"
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _string_map(value: Any, where: str, problems: list[Problem]) -> dict[str, str]:
     if value is None:
         return {}
@@ -174,7 +183,7 @@ def _object_list(value: Any, where: str, problems: list[Problem]) -> tuple[Mappi
 
 def _quantity(value: Any, where: str, problems: list[Problem]) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        problems.append(Problem(where, value, "must be a quantity such as \"500m\" or \"2Gi\""))
+        problems.append(Problem(where, value, 'must be a quantity such as "500m" or "2Gi"'))
         return None
     text = value if isinstance(value, str) else json.dumps(value)
     try:
@@ -182,7 +191,7 @@ def _quantity(value: Any, where: str, problems: list[Problem]) -> Decimal | None
             raise ValueError(text)
         amount = Decimal(parse_quantity(text))
     except (ValueError, ArithmeticError):
-        problems.append(Problem(where, value, "is not a valid quantity (examples: \"500m\", \"2\", \"4Gi\", \"1e3\")"))
+        problems.append(Problem(where, value, 'is not a valid quantity (examples: "500m", "2", "4Gi", "1e3")'))
         return None
     if not amount.is_finite() or amount <= 0:
         problems.append(Problem(where, value, "must be a positive quantity"))
@@ -192,7 +201,11 @@ def _quantity(value: Any, where: str, problems: list[Problem]) -> Decimal | None
 
 def _min_resource(value: Any, where: str, min_member: int, problems: list[Problem]) -> dict[str, str]:
     if not isinstance(value, dict) or not value:
-        problems.append(Problem(where, value, "must be a non-empty object of resource quantities, e.g. {\"cpu\": \"1\", \"memory\": \"2Gi\"}"))
+        problems.append(
+            Problem(
+                where, value, 'must be a non-empty object of resource quantities, e.g. {"cpu": "1", "memory": "2Gi"}'
+            )
+        )
         return {}
     resources: dict[str, str] = {}
     for name, raw in value.items():
@@ -223,12 +236,19 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
     if not isinstance(name, str) or not name:
         problems.append(Problem(f"{where}.name", name, "must be a non-empty string"))
     elif len(name) > 63 or not DNS1123_LABEL.match(name):
-        problems.append(Problem(f"{where}.name", name, "must be a DNS-1123 label (lower-case letters, digits, '-'; at most 63)"))
+        problems.append(
+            Problem(f"{where}.name", name, "must be a DNS-1123 label (lower-case letters, digits, '-'; at most 63)")
+        )
     where = f"task-groups[{_shown(name) if isinstance(name, str) and name else index}]"
 
-    min_member = group.get("minMember")
-    if not _is_int(min_member) or not 1 <= min_member <= limits.max_members_per_group:
-        problems.append(Problem(f"{where}.minMember", min_member, f"must be an integer from 1 to {limits.max_members_per_group}"))
+    raw_min_member = group.get("minMember")
+    min_member = raw_min_member if isinstance(raw_min_member, int) and not isinstance(raw_min_member, bool) else 0
+    if not 1 <= min_member <= limits.max_members_per_group:
+        problems.append(
+            Problem(
+                f"{where}.minMember", raw_min_member, f"must be an integer from 1 to {limits.max_members_per_group}"
+            )
+        )
         min_member = 0
     min_resource = _min_resource(group.get("minResource"), f"{where}.minResource", min_member, problems)
     result = TaskGroup(
@@ -238,7 +258,9 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
         node_selector=_string_map(group.get("nodeSelector"), f"{where}.nodeSelector", problems),
         tolerations=_object_list(group.get("tolerations"), f"{where}.tolerations", problems),
         affinity=affinity if isinstance(affinity := group.get("affinity", {}), dict) else {},
-        topology_spread_constraints=_object_list(group.get("topologySpreadConstraints"), f"{where}.topologySpreadConstraints", problems),
+        topology_spread_constraints=_object_list(
+            group.get("topologySpreadConstraints"), f"{where}.topologySpreadConstraints", problems
+        ),
         labels=_string_map(group.get("labels"), f"{where}.labels", problems),
         annotations=_string_map(group.get("annotations"), f"{where}.annotations", problems),
     )
@@ -249,14 +271,19 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
 
 def parse_policy(text: str | None, limits: Limits = Limits()) -> Policy:
     """`placeholderTimeoutInSeconds=60 gangSchedulingStyle=Hard` (space separated, both optional)."""
-    policy, problems = _policy(text, limits)
+    problems: list[Problem] = []
+    policy = policy_of(text, limits, problems)
     if problems:
         raise InvalidGang(problems)
     return policy
 
 
-def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
-    timeout_s, style, problems = limits.default_timeout_s, limits.default_style, []
+def policy_of(
+    text: str | None, limits: Limits, problems: list[Problem], *, default_timeout_s: int | None = None
+) -> Policy:
+    """The policy `text` states; what it leaves out is the default (`default_timeout_s`: another
+    dialect's own timeout, instead of the configured one). Problems are added to `problems`."""
+    timeout_s, style = default_timeout_s or limits.default_timeout_s, limits.default_style
     where = keys.SCHEDULING_POLICY_PARAMETERS
     for item in (text or "").split():
         key, sep, value = item.partition("=")
@@ -264,7 +291,13 @@ def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
             if re.fullmatch(r"[0-9]{1,9}", value) and 1 <= int(value) <= limits.max_timeout_s:
                 timeout_s = int(value)
             else:
-                problems.append(Problem(f"{where}.placeholderTimeoutInSeconds", value, f"must be a whole number of seconds from 1 to {limits.max_timeout_s}"))
+                problems.append(
+                    Problem(
+                        f"{where}.placeholderTimeoutInSeconds",
+                        value,
+                        f"must be a whole number of seconds from 1 to {limits.max_timeout_s}",
+                    )
+                )
         elif key == "gangSchedulingStyle" and sep:
             matched = next((s for s in Style if s.value.lower() == value.lower()), None)
             if matched is None:
@@ -272,28 +305,29 @@ def _policy(text: str | None, limits: Limits) -> tuple[Policy, list[Problem]]:
             else:
                 style = matched
         else:
-            problems.append(Problem(where, item, "is not placeholderTimeoutInSeconds=N or gangSchedulingStyle=Soft|Hard"))
-    return Policy(timeout_s, style), problems
+            problems.append(
+                Problem(where, item, "is not placeholderTimeoutInSeconds=N or gangSchedulingStyle=Soft|Hard")
+            )
+    return Policy(timeout_s, style)
 
 
 def style_of(annotations: Mapping[str, str], limits: Limits = Limits()) -> Style:
     """The style to apply even when the rest of the input is invalid: a Hard request stays Hard."""
-    policy, _ = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
-    return policy.style
+    return policy_of(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, []).style
 
 
 MAX_GANG_GROUP = 64
 APP_REFERENCE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[^/\s]{1,253}$")
 
 
-def _mode(annotations: Mapping[str, str], problems: list[Problem]) -> Mode:
-    text = annotations.get(keys.GANG_MODE)
+def mode_of(text: str | None, problems: list[Problem], default: Mode = Mode.NON_STRICT) -> Mode:
+    """yuniplace.io/gang-mode (any case)."""
     if text is None:
-        return Mode.NON_STRICT
+        return default
     matched = next((m for m in Mode if m.value.lower() == text.lower()), None)
     if matched is None:
         problems.append(Problem(keys.GANG_MODE, text, "must be Strict or NonStrict"))
-        return Mode.NON_STRICT
+        return default
     return matched
 
 
@@ -303,7 +337,7 @@ def gang_group(text: str | None, where: str, problems: list[Problem]) -> tuple[s
     if text is None:
         return ()
     try:
-        raw = json.loads(text)
+        raw = boundedjson.loads(text, max_depth=MAX_JSON_DEPTH)
     except ValueError:
         raw = text
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw) or not raw:
@@ -323,31 +357,63 @@ def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> Gan
     """The gang described by an originator pod's annotations; InvalidGang lists every problem."""
     text = annotations.get(keys.TASK_GROUPS, "")
     problems: list[Problem] = []
-    warnings: list[str] = []
-    policy, policy_problems = _policy(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
-    problems += policy_problems
-    mode = _mode(annotations, problems)
+    policy = policy_of(annotations.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems)
+    mode = mode_of(annotations.get(keys.GANG_MODE), problems)
     group_with = gang_group(annotations.get(keys.GANG_GROUP), keys.GANG_GROUP, problems)
     if len(text.encode()) > limits.max_annotation_bytes:
-        raise InvalidGang([Problem(keys.TASK_GROUPS, f"{len(text.encode())} bytes", f"is larger than the {limits.max_annotation_bytes}-byte limit")] + problems)
+        raise InvalidGang(
+            [
+                Problem(
+                    keys.TASK_GROUPS,
+                    f"{len(text.encode())} bytes",
+                    f"is larger than the {limits.max_annotation_bytes}-byte limit",
+                ),
+                *problems,
+            ]
+        )
     try:
-        raw = json.loads(text)
-    except RecursionError:
-        raise InvalidGang([Problem(keys.TASK_GROUPS, text, "is nested too deeply to be task groups")] + problems) from None
+        raw = boundedjson.loads(text, max_depth=MAX_JSON_DEPTH)
+    except boundedjson.TooDeep:
+        raise InvalidGang(
+            [Problem(keys.TASK_GROUPS, text, "is nested too deeply to be task groups"), *problems]
+        ) from None
     except ValueError as error:
-        raise InvalidGang([Problem(keys.TASK_GROUPS, text, f"is not valid JSON ({error})")] + problems) from None
+        raise InvalidGang([Problem(keys.TASK_GROUPS, text, f"is not valid JSON ({error})"), *problems]) from None
     if not isinstance(raw, list) or not raw:
-        raise InvalidGang([Problem(keys.TASK_GROUPS, raw, "must be a non-empty JSON array of task groups")] + problems)
+        raise InvalidGang([Problem(keys.TASK_GROUPS, raw, "must be a non-empty JSON array of task groups"), *problems])
+    return gang_of(raw, policy, mode, group_with, limits, problems)
 
-    groups = [g for i, item in enumerate(raw) if (g := _task_group(item, i, limits, problems, warnings)) is not None]
+
+def gang_of(
+    raw_groups: list[Any],
+    policy: Policy,
+    mode: Mode,
+    group_with: tuple[str, ...],
+    limits: Limits,
+    problems: list[Problem],
+) -> GangSpec:
+    """The gang of these task groups (decoded YuniKorn task-group objects), checked group by group and
+    as a whole; InvalidGang lists the problems found here and those already in `problems`."""
+    warnings: list[str] = []
+    groups = [
+        g for i, item in enumerate(raw_groups) if (g := _task_group(item, i, limits, problems, warnings)) is not None
+    ]
     seen: set[str] = set()
     for group in groups:
         if group.name in seen:
-            problems.append(Problem(f"task-groups[{group.name}].name", group.name, "is used by more than one task group"))
+            problems.append(
+                Problem(f"task-groups[{group.name}].name", group.name, "is used by more than one task group")
+            )
         seen.add(group.name)
     total = sum(g.min_member for g in groups)
     if total > limits.max_members_per_app:
-        problems.append(Problem("task-groups[*].minMember", total, f"in total exceeds the per-application limit of {limits.max_members_per_app}"))
+        problems.append(
+            Problem(
+                "task-groups[*].minMember",
+                total,
+                f"in total exceeds the per-application limit of {limits.max_members_per_app}",
+            )
+        )
     if problems:
         raise InvalidGang(problems)
     return GangSpec(tuple(groups), policy, tuple(warnings), mode, group_with)
@@ -357,4 +423,6 @@ def check_member(spec: GangSpec, group_name: str) -> None:
     """A real pod's task-group-name must name one of the application's groups."""
     if spec.group(group_name) is None:
         names = ", ".join(g.name for g in spec.groups)
-        raise InvalidGang([Problem(keys.TASK_GROUP_NAME, group_name, f"is not a task group of this application (groups: {names})")])
+        raise InvalidGang(
+            [Problem(keys.TASK_GROUP_NAME, group_name, f"is not a task group of this application (groups: {names})")]
+        )

@@ -2,10 +2,17 @@
 
 from kubernetes.utils import parse_quantity
 
-from yuniplace.kube.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, JsonObject, KubeClient
+from yuniplace.kube.client import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    JsonObject,
+    KubeClient,
+)
 from yuniplace.kube.errors import (
     AlreadyExists,
     ApiError,
+    BadRequest,
     Conflict,
     Forbidden,
     Gone,
@@ -21,6 +28,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "AlreadyExists",
     "ApiError",
+    "BadRequest",
     "Conflict",
     "Forbidden",
     "Gone",

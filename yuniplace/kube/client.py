@@ -25,7 +25,12 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from yuniplace.kube.errors import ApiError, ServerError, TooManyRequests, error_from_response
+from yuniplace.kube.errors import (
+    ApiError,
+    ServerError,
+    TooManyRequests,
+    error_from_response,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +71,7 @@ class KubeClient:
         self._api_client = api_client
         self._configuration: Configuration = api_client.configuration
         self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
-        self._host = self._configuration.host.rstrip("/")
+        self._host: str = str(self._configuration.host).rstrip("/")
         self._observer = observer
 
     @classmethod
@@ -159,9 +164,7 @@ class KubeClient:
         connections are retried for up to RETRY_DEADLINE_S; every other error is raised typed."""
 
         def once() -> JsonObject:
-            response = self._send(
-                method, path, query=query, body=body, content_type=content_type, timeout_s=timeout_s
-            )
+            response = self._send(method, path, query=query, body=body, content_type=content_type, timeout_s=timeout_s)
             try:
                 payload = response.read()
             finally:

@@ -8,6 +8,7 @@ and always release the connection.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -61,10 +62,9 @@ class ListWatch:
         self._stopped.set()
         response = self._response
         if response is not None:
-            try:
-                response.shutdown()  # ends a read blocked in the watch thread
-            except OSError:
-                pass  # the watch thread closed the connection first: nothing left to end
+            # Ends a read blocked in the watch thread; OSError: that thread closed the connection first.
+            with contextlib.suppress(OSError):
+                response.shutdown()
 
     def _list(self) -> str:
         items: list[JsonObject] = []
@@ -126,4 +126,3 @@ class ListWatch:
                 delay = min(MAX_BACKOFF_S, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
                 log.warning("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
                 self._stopped.wait(delay)
-

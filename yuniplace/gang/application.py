@@ -1,0 +1,155 @@
+"""One application as every reader sees it: its pods by role, its originator, the gang it describes
+(or why it cannot be read), its record and its deadlines, read from the pods once.
+
+The planner, admission, `yuniplace status` and the webhook's checks all read an Application; nothing
+else parses gang annotations or the originator's record, so they can never read the same pods two
+ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, gang_spec_of, pod_group_dialect
+from yuniplace.gang.record import Record, read_record, state_of
+from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import (
+    GangSpec,
+    InvalidGang,
+    Limits,
+    Style,
+    parse_gang,
+    style_of,
+)
+from yuniplace.gang.volcano import missing_tasks, volcano_queue
+
+Pod = p.Pod
+
+
+def read_gang(
+    pod: Mapping[str, Any],
+    pod_group: Mapping[str, Any] | None = None,
+    limits: Limits = Limits(),
+    members: Sequence[Mapping[str, Any]] = (),
+) -> GangSpec:
+    """The gang `pod` describes, in whichever dialect it is written (`pod_group`: the PodGroup a pod of
+    that dialect names; `members`: the application's pods, whose tasks size a Volcano gang's task
+    groups); InvalidGang names every problem in the dialect's own terms."""
+    dialect = dialect_of(pod)
+    if dialect in (None, Dialect.YUNIKORN):
+        return parse_gang(p.annotations_of(pod), limits)
+    return gang_spec_of(pod, dialect, pod_group, limits, members)
+
+
+def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> Pod | None:
+    """The pod whose task groups define the gang: the one already carrying the application's state,
+    else the oldest live pod with task groups (normally the Spark driver). Pods of a Job share a
+    creation second, so "oldest" alone could change its mind as the others appear."""
+    candidates = [pod for pod in members if p.carries_task_groups(pod) and not p.is_deleting(pod)]
+    chosen = next((pod for pod in candidates if keys.STATE in p.annotations_of(pod)), None)
+    chosen = chosen or (candidates[0] if candidates else None)
+    dialect = dialect_of(chosen) if chosen is not None else None
+    if dialect in POD_GROUP_APIS and pod_group is None:
+        return None  # the gang is described by a PodGroup not seen (yet)
+    if dialect == Dialect.VOLCANO and pod_group is not None and missing_tasks(pod_group, members):
+        return None  # a task with a minimum has no pod (yet) to size its task group by
+    return chosen
+
+
+@dataclass(frozen=True)
+class Application:
+    key: p.AppKey
+    members: tuple[Pod, ...]  # real pods (everything that is not a placeholder), oldest first
+    placeholders: tuple[Pod, ...]
+    pod_group: Mapping[str, Any] | None  # the PodGroup its members name (scheduler-plugins' or Volcano's)
+    originator: Pod | None
+    record: Record
+    spec: GangSpec | None  # None: no originator, or `problem`
+    problem: InvalidGang | None  # why its annotations cannot be read
+    style: Style  # what happens when it ends badly, even when its annotations cannot be read
+
+    @classmethod
+    def of(
+        cls, key: p.AppKey, pods: Sequence[Pod], pod_group: Mapping[str, Any] | None = None, limits: Limits = Limits()
+    ) -> Application:
+        live = sorted(pods, key=lambda pod: (p.created_at(pod), pod["metadata"].get("name") or ""))
+        members = tuple(pod for pod in live if not p.is_placeholder(pod))
+        placeholders = tuple(pod for pod in live if p.is_placeholder(pod))
+        originator = _originator(members, pod_group)
+        if originator is None:
+            return cls(key, members, placeholders, pod_group, None, Record(), None, None, limits.default_style)
+        notes = p.annotations_of(originator)
+        style = style_of(notes, limits)
+        try:
+            record = read_record(notes)
+            spec = read_gang(originator, pod_group, limits, members)
+        except InvalidGang as error:
+            return cls(
+                key, members, placeholders, pod_group, originator, Record(state=state_of(notes)), None, error, style
+            )
+        return cls(key, members, placeholders, pod_group, originator, record, spec, None, spec.policy.style)
+
+    @property
+    def state(self) -> AppState:
+        return self.record.state
+
+    @property
+    def queue(self) -> str:
+        assert self.originator is not None
+        return p.queue(self.originator)
+
+    @property
+    def priority(self) -> int:
+        """Its pods' priority (the originator's, as the priority admission controller set it)."""
+        assert self.originator is not None
+        value = self.originator.get("spec", {}).get("priority")
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    @property
+    def arrival(self) -> tuple[float, str]:
+        """Its place in a queue: the originator's creation, then its key (pods of a Job share a second)."""
+        assert self.originator is not None
+        return p.created_at(self.originator), str(self.key)
+
+    def gated_members(self) -> list[Pod]:
+        return [m for m in self.members if p.is_gated(m) and not p.is_terminal(m) and not p.is_deleting(m)]
+
+    def live_placeholders(self) -> list[Pod]:
+        return [ph for ph in self.placeholders if not p.is_deleting(ph)]
+
+    def nodes_in_flight(self) -> set[str]:
+        """Nodes one of its members, released by a nominated swap, is on its way to."""
+        return {node for m in self.members if p.is_in_flight(m) and (node := p.nominated_node(m))}
+
+    def first_placement(self) -> float | None:
+        placed = [t for ph in self.placeholders if (t := p.scheduled_at(ph)) is not None]
+        return min(placed, default=None)
+
+    def reservation_deadline(self) -> float | None:
+        """placeholderTimeoutInSeconds counts from the first placeholder's allocation (YuniKorn's rule),
+        or from the reservation's start while none is placed, so an unplaceable gang also times out."""
+        assert self.spec is not None
+        first = self.record.first_allocated or self.first_placement() or self.record.reservation_started
+        return None if first is None else first + self.spec.policy.timeout_s
+
+    def pending_deadline(self) -> float | None:
+        """When a pending application times out: a Strict retry counts from its first attempt, one
+        waiting first in its admission queue from when it became first; whichever comes sooner."""
+        assert self.spec is not None
+        retrying = self.reservation_deadline() if self.record.retry_after is not None else None
+        queued = self.record.queued_since + self.spec.policy.timeout_s if self.record.queued_since is not None else None
+        return min((d for d in (retrying, queued) if d is not None), default=None)
+
+
+def queue_of(app: Application) -> str | None:
+    """The queue the gang's own dialect puts it in: a Volcano gang's PodGroup `spec.queue` (Volcano's
+    `default` when it names none), to be matched with Volcano's Queue of that name. None for every
+    other gang, which admission queues by `Application.queue` (YuniKorn's queue label or annotation,
+    else the namespace)."""
+    if app.pod_group is None or pod_group_dialect(app.members) != Dialect.VOLCANO:
+        return None
+    return volcano_queue(app.pod_group)

@@ -1,0 +1,91 @@
+"""The application's record: the annotations yuniplace keeps on the originator (its state, when the
+reservation began, its first allocation, Strict retries, when it became first in its queue), read and
+validated in this one place.
+
+The controller writes them, but anyone who may edit the pod may write them too, so they are input
+like any other: a value that cannot be read is an InvalidGang naming the key, which fails this one
+application by its style and never the controller's work for others.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from yuniplace.gang import keys
+from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import InvalidGang, Problem
+
+# The controller writes times as RFC 3339 in UTC; nothing else is accepted.
+TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")
+MAX_ATTEMPTS = 10_000
+
+
+@dataclass(frozen=True)
+class Record:
+    state: AppState = AppState.PENDING
+    reservation_started: float | None = None
+    first_allocated: float | None = None
+    attempts: int = 0  # Strict (or refused) reservations given back so far
+    retry_after: float | None = None  # when the next attempt may begin
+    queued_since: float | None = None  # when it became first in its admission queue, while it waits there
+
+
+def _time(notes: Mapping[str, str], key: str, problems: list[Problem]) -> float | None:
+    text = notes.get(key)
+    if text is None:
+        return None
+    if TIME.match(text):
+        try:
+            return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    problems.append(
+        Problem(key, text, 'is not a time such as "2026-01-02T15:04:05Z" (yuniplace writes it; remove it to reset)')
+    )
+    return None
+
+
+def _state(notes: Mapping[str, str], problems: list[Problem]) -> AppState:
+    text = notes.get(keys.STATE)
+    if text is None:
+        return AppState.PENDING
+    state = next((s for s in AppState if s.value == text), None)
+    if state is None:
+        problems.append(Problem(keys.STATE, text, f"is not a state ({', '.join(s.value for s in AppState)})"))
+        return AppState.PENDING
+    return state
+
+
+def _attempts(notes: Mapping[str, str], problems: list[Problem]) -> int:
+    text = notes.get(keys.ATTEMPTS)
+    if text is None:
+        return 0
+    if re.fullmatch(r"[0-9]{1,5}", text) and int(text) <= MAX_ATTEMPTS:
+        return int(text)
+    problems.append(Problem(keys.ATTEMPTS, text, f"is not a whole number from 0 to {MAX_ATTEMPTS}"))
+    return 0
+
+
+def read_record(notes: Mapping[str, str]) -> Record:
+    """The originator's record; InvalidGang names every key that cannot be read."""
+    problems: list[Problem] = []
+    record = Record(
+        state=_state(notes, problems),
+        reservation_started=_time(notes, keys.RESERVATION_STARTED, problems),
+        first_allocated=_time(notes, keys.FIRST_ALLOCATED, problems),
+        attempts=_attempts(notes, problems),
+        retry_after=_time(notes, keys.RETRY_AFTER, problems),
+        queued_since=_time(notes, keys.QUEUED_SINCE, problems),
+    )
+    if problems:
+        raise InvalidGang(problems)
+    return record
+
+
+def state_of(notes: Mapping[str, str]) -> AppState:
+    """The state alone, Pending when unreadable: what an application whose record is broken is
+    taken to be in while it is failed or released for it."""
+    return _state(notes, [])
