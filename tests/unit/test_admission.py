@@ -18,13 +18,23 @@ def review(pod: dict[str, Any], operation: str = "CREATE", kind: str = "Pod") ->
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
-        "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": kind}, "operation": operation, "object": pod},
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": kind},
+            "operation": operation,
+            "object": pod,
+        },
     }
 
 
 def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
     return {
-        "metadata": {"name": "p", "namespace": "ns", "annotations": annotations or {}, "labels": {"applicationId": "app"} if labels is None else labels},
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "annotations": annotations or {},
+            "labels": {"applicationId": "app"} if labels is None else labels,
+        },
         "spec": {"containers": [{"name": "c"}], **spec},
     }
 
@@ -81,9 +91,15 @@ def test_scheduler_name_rewritten_only_when_asked() -> None:
     ("annotations", "expected"),
     [
         ({keys.TASK_GROUPS: "[{"}, "is not valid JSON"),
-        ({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "drivers"}, '"drivers" is not a task group of this application'),
+        (
+            {keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "drivers"},
+            '"drivers" is not a task group of this application',
+        ),
         ({keys.TASK_GROUP_NAME: "Bad_Name"}, '"Bad_Name" must be a DNS-1123 label'),
-        ({keys.TASK_GROUP_NAME: "workers", keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Firm"}, "must be Soft or Hard"),
+        (
+            {keys.TASK_GROUP_NAME: "workers", keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Firm"},
+            "must be Soft or Hard",
+        ),
     ],
 )
 def test_invalid_gang_annotations_are_denied_with_the_field(annotations: dict[str, str], expected: str) -> None:
@@ -119,12 +135,48 @@ def test_pods_for_another_scheduler_are_left_to_it() -> None:
 )
 def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labels: dict[str, str]) -> None:
     subject = pod(annotations, labels, containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
-    assert patch_of(mutate(review(subject))) == [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}]
+    assert patch_of(mutate(review(subject))) == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}
+    ]
     assert validate(review(subject))["response"]["allowed"]
 
 
 def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
-    subject = pod({}, {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "-1"},
-                  containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
+    subject = pod(
+        {},
+        {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "-1"},
+        containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+    )
     answer = validate(review(subject))["response"]
     assert not answer["allowed"] and "pod-group.scheduling.sigs.k8s.io/min-available" in answer["status"]["message"]
+
+
+def update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    answer = review(new, operation="UPDATE")
+    answer["request"]["oldObject"] = old
+    return answer
+
+
+def test_an_edit_that_makes_the_annotations_unusable_is_denied_naming_the_key() -> None:
+    before = pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})
+    after = pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers", keys.RETRY_AFTER: "soon"})
+    answer = validate(update(before, after))["response"]
+    assert answer["allowed"] is False and keys.RETRY_AFTER in answer["status"]["message"]
+    nested = pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers", keys.GANG_GROUP: "[" * 5000 + "]" * 5000})
+    assert validate(update(before, nested))["response"]["allowed"] is False
+
+
+def test_an_edit_that_leaves_an_old_problem_as_it_was_is_allowed() -> None:
+    broken = pod({keys.TASK_GROUPS: "not json"})
+    relabelled = pod({keys.TASK_GROUPS: "not json"}, labels={"applicationId": "app", "team": "ml"})
+    assert validate(update(broken, relabelled))["response"]["allowed"]
+
+
+def test_a_pod_labelled_with_another_placeholder_value_is_an_ordinary_gang_pod() -> None:
+    subject = pod(
+        {keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"},
+        labels={"applicationId": "app", keys.PLACEHOLDER: "no"},
+    )
+    assert patch_of(mutate(review(subject))) == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}
+    ]

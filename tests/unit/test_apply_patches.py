@@ -1,7 +1,5 @@
 """The JSON patches a swap writes on a member pod when no nomination guards it."""
 
-from __future__ import annotations
-
 import copy
 from typing import Any
 
@@ -28,7 +26,10 @@ def apply_patch(document: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str
     return result
 
 
-TERM = {"weight": 100, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}}
+TERM = {
+    "weight": 100,
+    "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]},
+}
 USER_TERM = {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
 
 

@@ -20,8 +20,9 @@ def cluster(tmp_path: Path) -> LocalCluster:
 
 
 def test_a_component_that_exits_is_named_with_its_log_tail(cluster: LocalCluster) -> None:
-    failing = comp.Component("kube-fake", ["sh", "-c", "echo 'flag provided but not defined: -bogus'; exit 3"],
-                             "http://127.0.0.1:9/healthz")
+    failing = comp.Component(
+        "kube-fake", ["sh", "-c", "echo 'flag provided but not defined: -bogus'; exit 3"], "http://127.0.0.1:9/healthz"
+    )
     state = {"processes": []}
     cluster._write_state(state)
     with pytest.raises(ClusterError) as raised:

@@ -7,8 +7,8 @@ from typing import Any
 
 from yuniplace.controller.admission import Admission
 from yuniplace.controller.capacity import ClusterRoom
-from yuniplace.controller.plan import Granted, Waiting
 from yuniplace.controller.store import PodStore
+from yuniplace.controller.tickets import Granted, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
@@ -17,14 +17,28 @@ NS = "team"
 
 
 def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {},
-            "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}}
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}},
+    }
 
 
-def gang(app: str, members: int, *, created: int, cpu: str = "1", queue: str | None = None, state: str | None = None,
-         node_selector: dict[str, str] | None = None, group_with: list[str] | None = None) -> dict[str, Any]:
+def gang(
+    app: str,
+    members: int,
+    *,
+    created: int,
+    cpu: str = "1",
+    queue: str | None = None,
+    state: str | None = None,
+    node_selector: dict[str, str] | None = None,
+    group_with: list[str] | None = None,
+) -> dict[str, Any]:
     """The originator of a gang of `members` pods of `cpu` each."""
-    groups = [{"name": "workers", "minMember": members, "minResource": {"cpu": cpu}, "nodeSelector": node_selector or {}}]
+    groups = [
+        {"name": "workers", "minMember": members, "minResource": {"cpu": cpu}, "nodeSelector": node_selector or {}}
+    ]
     notes = {keys.TASK_GROUPS: json.dumps(groups), keys.TASK_GROUP_NAME: "workers"}
     if state:
         notes[keys.STATE] = state
@@ -32,17 +46,29 @@ def gang(app: str, members: int, *, created: int, cpu: str = "1", queue: str | N
         notes[keys.GANG_GROUP] = json.dumps(group_with)
     labels = {keys.APP_ID: app, **({"queue": queue} if queue else {})}
     return {
-        "metadata": {"name": f"{app}-0", "namespace": NS, "uid": f"uid-{app}", "resourceVersion": "1", "labels": labels,
-                     "annotations": notes, "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z"},
-        "spec": {"schedulingGates": [{"name": keys.GATE}], "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "metadata": {
+            "name": f"{app}-0",
+            "namespace": NS,
+            "uid": f"uid-{app}",
+            "resourceVersion": "1",
+            "labels": labels,
+            "annotations": notes,
+            "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z",
+        },
+        "spec": {
+            "schedulingGates": [{"name": keys.GATE}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
         "status": {"phase": "Pending"},
     }
 
 
 def bound(name: str, node_name: str, cpu: str = "1") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "other", "uid": f"uid-{name}", "resourceVersion": "1"},
-            "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": "Running"}}
+    return {
+        "metadata": {"name": name, "namespace": "other", "uid": f"uid-{name}", "resourceVersion": "1"},
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running"},
+    }
 
 
 class World:
@@ -104,15 +130,25 @@ def test_backfill_into_room_the_head_cannot_use() -> None:
     world = World(nodes, [gang("big", 4, created=1, node_selector={"kind": "gpu"}), gang("small", 4, created=2)])
     assert isinstance(world.ticket("big"), Granted)  # exceeds: admitted anyway, with a warning
     assert world.ticket("big").warning and "more than all matching nodes hold" in world.ticket("big").warning  # type: ignore[union-attr]
-    world2 = World(nodes, [bound("x", "g0"), gang("head", 2, created=1, node_selector={"kind": "gpu"}), gang("small", 4, created=2)])
+    world2 = World(
+        nodes,
+        [bound("x", "g0"), gang("head", 2, created=1, node_selector={"kind": "gpu"}), gang("small", 4, created=2)],
+    )
     assert isinstance(world2.ticket("head"), Waiting)
     assert world2.ticket("small") == Granted()
 
 
 def test_queues_are_fifo_each() -> None:
     running = [bound(f"x{i}", f"n{i}", cpu="2") for i in range(4)] + [bound("x4", "n4")]  # one slot free
-    world = World(ten_slots(), running + [gang("a", 2, created=1, queue="etl"), gang("b", 2, created=2, queue="ml"),
-                                          gang("c", 2, created=3, queue="ml")])
+    world = World(
+        ten_slots(),
+        running
+        + [
+            gang("a", 2, created=1, queue="etl"),
+            gang("b", 2, created=2, queue="ml"),
+            gang("c", 2, created=3, queue="ml"),
+        ],
+    )
     a, b, c = world.ticket("a"), world.ticket("b"), world.ticket("c")
     assert isinstance(a, Waiting) and "first in queue etl" in a.message
     assert isinstance(b, Waiting) and "first in queue ml" in b.message
@@ -122,9 +158,13 @@ def test_queues_are_fifo_each() -> None:
 def test_a_gang_group_is_admitted_whole_or_not_at_all() -> None:
     together = [f"{NS}/a", f"{NS}/b"]
     busy = [bound(f"x{i}", f"n{i}", cpu="2") for i in range(2)]  # 6 slots free
-    world = World(ten_slots(), busy + [gang("a", 3, created=1, group_with=together), gang("b", 4, created=2, group_with=together)])
+    world = World(
+        ten_slots(), busy + [gang("a", 3, created=1, group_with=together), gang("b", 4, created=2, group_with=together)]
+    )
     assert isinstance(world.ticket("a"), Waiting) and isinstance(world.ticket("b"), Waiting)
-    world = World(ten_slots(), busy + [gang("a", 3, created=1, group_with=together), gang("b", 3, created=2, group_with=together)])
+    world = World(
+        ten_slots(), busy + [gang("a", 3, created=1, group_with=together), gang("b", 3, created=2, group_with=together)]
+    )
     assert world.ticket("a") == Granted() and world.ticket("b") == Granted()
 
 
@@ -156,7 +196,9 @@ def test_freed_room_wakes_the_waiting_application() -> None:
 
 def member(app: str, index: int, *, gated: bool) -> dict[str, Any]:
     pod = gang(app, 1, created=1)
-    pod["metadata"].update(name=f"{app}-{index}", uid=f"uid-{app}-{index}", annotations={keys.TASK_GROUP_NAME: "workers"})
+    pod["metadata"].update(
+        name=f"{app}-{index}", uid=f"uid-{app}-{index}", annotations={keys.TASK_GROUP_NAME: "workers"}
+    )
     pod["spec"]["schedulingGates"] = [{"name": keys.GATE}] if gated else []
     return pod
 

@@ -66,8 +66,15 @@ def api() -> LeaseApi:
 
 
 def elector(api: LeaseApi, identity: str, clock: Clock) -> LeaderElector:
-    return LeaderElector(api, namespace="ns", name="lock", identity=identity,  # type: ignore[arg-type]
-                         timing=LeaseTiming(15, 10, 2), clock=clock, wall_clock=clock)
+    return LeaderElector(
+        api,
+        namespace="ns",
+        name="lock",
+        identity=identity,  # type: ignore[arg-type]
+        timing=LeaseTiming(15, 10, 2),
+        clock=clock,
+        wall_clock=clock,
+    )
 
 
 def test_first_comer_leads_and_the_other_waits(api: LeaseApi) -> None:
@@ -98,8 +105,15 @@ def test_expiry_is_measured_on_the_observers_clock_not_the_remote_renew_time(api
     clock = Clock()
     skewed = Clock()
     skewed.now = 0.0
-    holder = LeaderElector(api, namespace="ns", name="lock", identity="a",  # type: ignore[arg-type]
-                           timing=LeaseTiming(15, 10, 2), clock=clock, wall_clock=skewed)
+    holder = LeaderElector(
+        api,
+        namespace="ns",
+        name="lock",
+        identity="a",  # type: ignore[arg-type]
+        timing=LeaseTiming(15, 10, 2),
+        clock=clock,
+        wall_clock=skewed,
+    )
     assert holder.try_acquire_or_renew()
     assert not elector(api, "b", clock).try_acquire_or_renew()
 

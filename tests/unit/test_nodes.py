@@ -24,8 +24,16 @@ def test_bad_taints_are_refused(text: str) -> None:
 
 
 def test_node_manifest_is_managed_by_kwok_with_requested_capacity() -> None:
-    pool = NodePool(count=2, cpu="4", memory="8Gi", pods=20, extended={"nvidia.com/gpu": "8"},
-                    labels={"pool": "gpu"}, taints=(Taint("gpu", "yes", "NoSchedule"),), prefix="gpu")
+    pool = NodePool(
+        count=2,
+        cpu="4",
+        memory="8Gi",
+        pods=20,
+        extended={"nvidia.com/gpu": "8"},
+        labels={"pool": "gpu"},
+        taints=(Taint("gpu", "yes", "NoSchedule"),),
+        prefix="gpu",
+    )
     assert list(pool.names()) == ["gpu-0", "gpu-1"]
     node = pool.manifest("gpu-0")
     assert node["metadata"]["annotations"][KWOK_ANNOTATION] == "fake"

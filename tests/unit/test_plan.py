@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from yuniplace.controller.plan import FIRST_ALLOCATED, IN_FLIGHT_RECHECK_S, RESYNC_S, AppView, Plan, Settings, plan_application
+from yuniplace.controller.plan import Plan, Settings
+from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.application import Application
+from yuniplace.gang.keys import FIRST_ALLOCATED
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.state import TERMINAL, TRANSITIONS, AppState, allowed
 from yuniplace.gang.taskgroups import Limits, TaskGroup
@@ -23,6 +26,8 @@ APP = "spark-1"
 
 def ph_name(group: str, index: int) -> str:
     return placeholder_name(APP, group, index)
+
+
 NS = "default"
 KEY = p.AppKey(NS, APP)
 ONE = {"cpu": "1", "memory": "1Gi"}
@@ -98,7 +103,9 @@ def make_pod(
         spec["nodeName"] = node
     status: dict[str, Any] = {"phase": phase}
     if scheduled is not None:
-        status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": p.format_time(scheduled)}]
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": p.format_time(scheduled)}
+        ]
     if nominated is not None:
         status["nominatedNodeName"] = nominated
     return {"metadata": metadata, "spec": spec, "status": status}
@@ -116,16 +123,33 @@ def executor(index: int, **overrides: Any) -> Pod:
     return make_pod(f"exec-{index}", **fields)
 
 
-def placeholder(group: str, index: int, *, node: str | None = None, scheduled: float | None = None, min_member: int = 2,
-                deleting: bool = False, phase: str | None = None, created: float = NOW - 50, owner: Pod | None = None) -> Pod:
+def placeholder(
+    group: str,
+    index: int,
+    *,
+    node: str | None = None,
+    scheduled: float | None = None,
+    min_member: int = 2,
+    deleting: bool = False,
+    phase: str | None = None,
+    created: float = NOW - 50,
+    owner: Pod | None = None,
+) -> Pod:
     """A placeholder as the cluster shows it after our create, optionally bound to `node`."""
     source = owner or driver()
     manifest = placeholder_pod(app_id=APP, group=TaskGroup(group, min_member, ONE), index=index, originator=source)
     return materialize(manifest, created=created, node=node, scheduled=scheduled, deleting=deleting, phase=phase)
 
 
-def materialize(manifest: Pod, *, created: float, node: str | None = None, scheduled: float | None = None,
-                deleting: bool = False, phase: str | None = None) -> Pod:
+def materialize(
+    manifest: Pod,
+    *,
+    created: float,
+    node: str | None = None,
+    scheduled: float | None = None,
+    deleting: bool = False,
+    phase: str | None = None,
+) -> Pod:
     pod = copy.deepcopy(manifest)
     meta = pod["metadata"]
     meta["uid"] = f"uid-{meta['name']}"
@@ -149,14 +173,19 @@ def all_placeholders(*, bound: bool, scheduled: float = NOW - 30) -> list[Pod]:
     """driver-0 on n0, exec-0 on n1, exec-1 on n2 (when bound)."""
     nodes = iter(["n0", "n1", "n2"])
     return [
-        placeholder(group, index, node=next(nodes) if bound else None, scheduled=scheduled if bound else None,
-                    min_member=1 if group == "driver" else 2)
+        placeholder(
+            group,
+            index,
+            node=next(nodes) if bound else None,
+            scheduled=scheduled if bound else None,
+            min_member=1 if group == "driver" else 2,
+        )
         for group, index in (("driver", 0), ("exec", 0), ("exec", 1))
     ]
 
 
 def plan_of(pods: list[Pod], now: float = NOW, settings: Settings = Settings()) -> Plan:
-    plan = plan_application(AppView.of(KEY, pods), now, settings)
+    plan = plan_application(Application.of(KEY, pods, limits=settings.limits), now, settings)
     assert_consistent(plan)
     return plan
 
@@ -171,9 +200,13 @@ def reasons(plan: Plan) -> list[str]:
 
 def assert_consistent(plan: Plan) -> None:
     """Whatever the case: every pod gets at most one fate, and every proposed state is allowed."""
-    fates = Counter([p.uid(m) for m in plan.ungate] + [p.uid(f.pod) for f in plan.fail] + [p.uid(s.member) for s in plan.swaps])
+    fates = Counter(
+        [p.uid(m) for m in plan.ungate] + [p.uid(f.pod) for f in plan.fail] + [p.uid(s.member) for s in plan.swaps]
+    )
     assert all(count == 1 for count in fates.values()), fates
-    deleted = [p.uid(ph) for ph in plan.delete] + [p.uid(s.placeholder) for s in plan.swaps if s.placeholder is not None]
+    deleted = [p.uid(ph) for ph in plan.delete] + [
+        p.uid(s.placeholder) for s in plan.swaps if s.placeholder is not None
+    ]
     assert len(deleted) == len(set(deleted)), deleted
     assert len(names(plan.create)) == len(set(names(plan.create)))
     if plan.state in TERMINAL:
@@ -236,7 +269,10 @@ def test_pending_originator_starts_the_reservation() -> None:
     ]
     assert reasons(plan) == ["TaskGroupMatch", "CreatingPlaceholders"]
     assert all(event.pod is pods[0] and not event.warning for event in plan.events)
-    assert plan.events[0].note == f"application {APP}: gang of 3 (driver×1, exec×2), timeout 900s, Soft style, NonStrict mode"
+    assert (
+        plan.events[0].note
+        == f"application {APP}: gang of 3 (driver×1, exec×2), timeout 900s, Soft style, NonStrict mode"
+    )
     assert plan.events[1].note == "creating 3 placeholder pods"
     assert (plan.delete, plan.swaps, plan.ungate, plan.fail) == ([], [], [], [])
     assert plan.requeue_after_s == RESYNC_S
@@ -253,7 +289,10 @@ def test_number_of_placeholders_is_the_sum_of_min_members() -> None:
 def test_unknown_keys_are_announced_as_warnings() -> None:
     plan = plan_of([driver(task_groups=[{**GROUPS[0], "color": "red"}, GROUPS[1]])])
     assert reasons(plan) == ["TaskGroupMatch", "CreatingPlaceholders", "TaskGroupWarning"]
-    assert plan.events[2].note == "task-groups[0].color is not a task-group field and is ignored" and plan.events[2].warning
+    assert (
+        plan.events[2].note == "task-groups[0].color is not a task-group field and is ignored"
+        and plan.events[2].warning
+    )
 
 
 def test_an_ungated_originator_still_drives_the_reservation() -> None:
@@ -283,7 +322,12 @@ def test_only_missing_placeholders_are_created() -> None:
 
 def test_a_failed_placeholder_is_deleted_and_then_recreated() -> None:
     failed = placeholder("exec", 0, phase="Failed")
-    pods = [driver(state=AppState.RESERVING, started=NOW - 10), placeholder("driver", 0, min_member=1), failed, placeholder("exec", 1)]
+    pods = [
+        driver(state=AppState.RESERVING, started=NOW - 10),
+        placeholder("driver", 0, min_member=1),
+        failed,
+        placeholder("exec", 1),
+    ]
     plan = plan_of(pods)
     assert plan.delete == [failed] and plan.create == []
     pods = apply(pods, plan, NOW)
@@ -305,7 +349,12 @@ def test_reservation_started_is_written_when_missing() -> None:
 
 
 def test_partial_placement_keeps_waiting_until_the_first_placement_times_out() -> None:
-    pods = [driver(state=AppState.RESERVING, started=NOW - 100), executor(0), executor(1), *all_placeholders(bound=False)]
+    pods = [
+        driver(state=AppState.RESERVING, started=NOW - 100),
+        executor(0),
+        executor(1),
+        *all_placeholders(bound=False),
+    ]
     bind(pods[3], "n0", NOW - 40)
     plan = plan_of(pods)
     assert plan.state == AppState.RESERVING
@@ -347,14 +396,22 @@ def test_placeholders_found_placed_while_pending_go_straight_to_reserved() -> No
     assert plan.state == AppState.RESERVED
     assert plan.annotate[keys.STATE] == "Reserved"
     assert plan.annotate[keys.RESERVATION_STARTED] == p.format_time(NOW)
-    assert reasons(plan) == ["TaskGroupMatch", "CreatingPlaceholders", "PlaceholderAllocated", "PlaceholderAllocated",
-                             "GangReservationComplete"]
+    assert reasons(plan) == [
+        "TaskGroupMatch",
+        "CreatingPlaceholders",
+        "PlaceholderAllocated",
+        "PlaceholderAllocated",
+        "GangReservationComplete",
+    ]
     assert len(plan.swaps) == 3
 
 
 def test_members_arriving_after_the_reservation_swap_into_what_is_left() -> None:
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, group=None),
-            executor(0), *all_placeholders(bound=True)]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, group=None),
+        executor(0),
+        *all_placeholders(bound=True),
+    ]
     plan = plan_of(pods)
     assert plan.state == AppState.RESERVED
     assert [(p.name(s.member), s.node) for s in plan.swaps] == [("exec-0", "n1")]
@@ -364,8 +421,11 @@ def test_members_arriving_after_the_reservation_swap_into_what_is_left() -> None
 
 
 def test_unused_placeholders_are_released_after_the_timeout() -> None:
-    pods = [driver(state=AppState.RESERVED, started=NOW - 2000, first_allocated=NOW - 901, gated=False, group=None),
-            executor(0), *all_placeholders(bound=True)]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 2000, first_allocated=NOW - 901, gated=False, group=None),
+        executor(0),
+        *all_placeholders(bound=True),
+    ]
     plan = plan_of(pods)
     assert [(p.name(s.member), s.node) for s in plan.swaps] == [("exec-0", "n1")]
     assert names(plan.delete) == [ph_name("driver", 0), ph_name("exec", 1)]
@@ -374,8 +434,19 @@ def test_unused_placeholders_are_released_after_the_timeout() -> None:
 
 
 def test_running_originator_moves_reserved_to_running() -> None:
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, node="n0", phase="Running"),
-            executor(0), executor(1), *all_placeholders(bound=True)[1:]]
+    pods = [
+        driver(
+            state=AppState.RESERVED,
+            started=NOW - 100,
+            first_allocated=NOW - 30,
+            gated=False,
+            node="n0",
+            phase="Running",
+        ),
+        executor(0),
+        executor(1),
+        *all_placeholders(bound=True)[1:],
+    ]
     plan = plan_of(pods)
     assert plan.state == AppState.RUNNING
     assert plan.annotate == {keys.STATE: "Running"}
@@ -403,8 +474,11 @@ def test_members_larger_than_min_resource_release_a_placeholder_and_run_normally
 
 def test_a_resource_missing_from_min_resource_is_a_mismatch() -> None:
     gpu = executor(0, requests={"cpu": "1", "nvidia.com/gpu": "1"})
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False), gpu,
-            *all_placeholders(bound=True)]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        gpu,
+        *all_placeholders(bound=True),
+    ]
     plan = plan_of(pods)
     assert plan.ungate == [gpu]
     assert "nvidia.com/gpu 1 > 0" in plan.events[0].note
@@ -412,15 +486,23 @@ def test_a_resource_missing_from_min_resource_is_a_mismatch() -> None:
 
 def test_member_with_smaller_request_swaps() -> None:
     small = executor(0, requests={"cpu": "100m"})
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False), small,
-            *all_placeholders(bound=True)]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        small,
+        *all_placeholders(bound=True),
+    ]
     assert [p.name(s.member) for s in plan_of(pods).swaps] == ["exec-0"]
 
 
 def test_interrupted_swap_resumes_with_its_placeholder() -> None:
     phs = all_placeholders(bound=True)
     resumed = executor(0, nominated="n2", swap_placeholder=ph_name("exec", 1))
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False), resumed, executor(1), *phs]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        resumed,
+        executor(1),
+        *phs,
+    ]
     plan = plan_of(pods)
     assert [(p.name(s.member), p.name(s.placeholder) if s.placeholder else None, s.node) for s in plan.swaps] == [
         ("exec-0", ph_name("exec", 1), "n2"),
@@ -431,7 +513,12 @@ def test_interrupted_swap_resumes_with_its_placeholder() -> None:
 def test_interrupted_swap_whose_placeholder_is_gone_resumes_without_one() -> None:
     phs = [ph for ph in all_placeholders(bound=True) if p.name(ph) != ph_name("exec", 1)]
     resumed = executor(0, nominated="n2", swap_placeholder=ph_name("exec", 1))
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False), resumed, executor(1), *phs]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        resumed,
+        executor(1),
+        *phs,
+    ]
     plan = plan_of(pods)
     assert [(p.name(s.member), s.placeholder, s.node) for s in plan.swaps][0] == ("exec-0", None, "n2")
     assert [(p.name(s.member), s.node) for s in plan.swaps] == [("exec-0", "n2"), ("exec-1", "n1")]
@@ -449,7 +536,12 @@ def test_interrupted_swap_whose_placeholder_is_being_deleted_resumes_without_one
 def test_no_new_swap_onto_a_node_with_a_member_in_flight() -> None:
     in_flight = executor(0, gated=False, nominated="n1", swap_placeholder=ph_name("exec", 0))
     phs = [placeholder("exec", 1, node="n1", scheduled=NOW - 30)]
-    pods = [driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False), in_flight, executor(1), *phs]
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        in_flight,
+        executor(1),
+        *phs,
+    ]
     plan = plan_of(pods)
     assert plan.swaps == [] and plan.ungate == [] and plan.delete == []
     assert plan.requeue_after_s == IN_FLIGHT_RECHECK_S
@@ -462,8 +554,12 @@ def test_no_new_swap_onto_a_node_with_a_member_in_flight() -> None:
 
 
 def reserving_nothing_placed(started: float, policy: str | None = None) -> list[Pod]:
-    return [driver(state=AppState.RESERVING, started=started, policy=policy), executor(0), executor(1),
-            *all_placeholders(bound=False)]
+    return [
+        driver(state=AppState.RESERVING, started=started, policy=policy),
+        executor(0),
+        executor(1),
+        *all_placeholders(bound=False),
+    ]
 
 
 def test_just_before_the_timeout_keeps_waiting() -> None:
@@ -519,7 +615,11 @@ def test_failed_application_stays_failed_and_fails_late_members() -> None:
 
 
 def test_resuming_releases_everything_left() -> None:
-    pods = [driver(state=AppState.RESUMING, gated=False, node="n0", phase="Running"), executor(0), placeholder("exec", 0, node="n1")]
+    pods = [
+        driver(state=AppState.RESUMING, gated=False, node="n0", phase="Running"),
+        executor(0),
+        placeholder("exec", 0, node="n1"),
+    ]
     plan = plan_of(pods)
     assert plan.state == AppState.RESUMING
     assert names(plan.ungate) == ["exec-0"]
@@ -551,7 +651,7 @@ def test_invalid_task_groups_hard_fail_the_application() -> None:
     plan = plan_of(pods)
     assert plan.state == AppState.FAILED
     assert plan.create == [] and plan.ungate == []
-    detail = f'task-groups[0].name: "Driver" must be a DNS-1123 label (lower-case letters, digits, \'-\'; at most 63); task-groups[Driver].minMember: 0 must be an integer from 1 to 1000'
+    detail = "task-groups[0].name: \"Driver\" must be a DNS-1123 label (lower-case letters, digits, '-'; at most 63); task-groups[Driver].minMember: 0 must be an integer from 1 to 1000"
     assert [(p.name(f.pod), f.reason, f.message) for f in plan.fail] == [
         (name, "TaskGroupsError", f"invalid gang annotations: {detail}") for name in ("driver", "exec-0")
     ]
@@ -565,7 +665,11 @@ def test_invalid_policy_keeps_a_hard_request_hard() -> None:
 
 
 def test_invalid_task_groups_while_reserving_remove_the_placeholders() -> None:
-    pods = [driver(task_groups="[]", state=AppState.RESERVING, started=NOW - 10), executor(0), *all_placeholders(bound=False)]
+    pods = [
+        driver(task_groups="[]", state=AppState.RESERVING, started=NOW - 10),
+        executor(0),
+        *all_placeholders(bound=False),
+    ]
     plan = plan_of(pods)
     assert plan.state == AppState.RESUMING
     assert len(plan.delete) == 3
@@ -589,25 +693,40 @@ def test_member_naming_an_unknown_group_hard() -> None:
     stray = executor(7, group="executors")
     plan = plan_of([driver(policy=HARD), stray])
     assert [(f.pod, f.reason) for f in plan.fail] == [(stray, "TaskGroupsError")]
-    assert plan.fail[0].message == 'yunikorn.apache.org/task-group-name: "executors" is not a task group of this application (groups: driver, exec)'
+    assert (
+        plan.fail[0].message
+        == 'yunikorn.apache.org/task-group-name: "executors" is not a task group of this application (groups: driver, exec)'
+    )
     assert plan.ungate == []
 
 
-def test_member_naming_no_group_runs_normally() -> None:
+def test_member_naming_no_group_waits_for_its_gang_then_runs_normally() -> None:
+    """As in YuniKorn: every pod of the application is held until its placeholders are all placed."""
     loner = make_pod("loner")
     plan = plan_of([driver(), loner])
-    assert plan.ungate == [loner]
+    assert plan.ungate == []
     assert [e.reason for e in plan.events] == ["TaskGroupMatch", "CreatingPlaceholders"]
+    reserving = [driver(state=AppState.RESERVING, started=NOW - 10), loner, *all_placeholders(bound=False)]
+    assert plan_of(reserving).ungate == []
+    reserved = [driver(state=AppState.RESERVING, started=NOW - 10), loner, *all_placeholders(bound=True)]
+    plan = plan_of(reserved)
+    assert plan.state == AppState.RESERVED and loner in plan.ungate and not any(s.member is loner for s in plan.swaps)
 
 
 # -- completion -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
-@pytest.mark.parametrize("state", [AppState.PENDING, AppState.RESERVING, AppState.RESERVED, AppState.RUNNING, AppState.RESUMING])
+@pytest.mark.parametrize(
+    "state", [AppState.PENDING, AppState.RESERVING, AppState.RESERVED, AppState.RUNNING, AppState.RESUMING]
+)
 def test_finished_originator_completes_and_removes_every_placeholder(phase: str, state: AppState) -> None:
-    pods = [driver(state=state, phase=phase, gated=False, started=NOW - 10), executor(0),
-            *all_placeholders(bound=True), placeholder("exec", 5, deleting=True)]
+    pods = [
+        driver(state=state, phase=phase, gated=False, started=NOW - 10),
+        executor(0),
+        *all_placeholders(bound=True),
+        placeholder("exec", 5, deleting=True),
+    ]
     plan = plan_of(pods)
     assert plan.state == AppState.COMPLETED
     assert plan.annotate == ({keys.STATE: "Completed"})
@@ -673,12 +792,17 @@ def test_nothing_left_is_forgotten() -> None:
     assert plan_of([]).forget
 
 
-# -- AppView --------------------------------------------------------------------------------------
+# -- Application --------------------------------------------------------------------------------------
 
 
 def test_app_view_splits_and_orders_pods() -> None:
-    pods = [executor(1, created=NOW - 5), placeholder("exec", 0), executor(0, created=NOW - 5), driver(created=NOW - 100)]
-    view = AppView.of(KEY, pods)
+    pods = [
+        executor(1, created=NOW - 5),
+        placeholder("exec", 0),
+        executor(0, created=NOW - 5),
+        driver(created=NOW - 100),
+    ]
+    view = Application.of(KEY, pods)
     assert names(view.members) == ["driver", "exec-0", "exec-1"]
     assert names(view.placeholders) == [ph_name("exec", 0)]
     assert view.originator is not None and p.name(view.originator) == "driver"
@@ -687,8 +811,11 @@ def test_app_view_splits_and_orders_pods() -> None:
 def test_app_view_originator_prefers_the_pod_carrying_the_state() -> None:
     first = make_pod("a", task_groups=GROUPS, created=NOW - 10)
     second = make_pod("b", task_groups=GROUPS, created=NOW - 10, state=AppState.RESERVING)
-    assert p.name(AppView.of(KEY, [first, second]).originator or {}) == "b"
-    assert p.name(AppView.of(KEY, [first, make_pod("b", task_groups=GROUPS, created=NOW - 10)]).originator or {}) == "a"
+    assert p.name(Application.of(KEY, [first, second]).originator or {}) == "b"
+    assert (
+        p.name(Application.of(KEY, [first, make_pod("b", task_groups=GROUPS, created=NOW - 10)]).originator or {})
+        == "a"
+    )
 
 
 # -- the state machine ----------------------------------------------------------------------------
@@ -759,7 +886,11 @@ def test_gang_cycle_leaves_nothing_behind() -> None:
     assert not any(p.is_placeholder(pod) for pod in pods)
     assert all(not p.is_gated(pod) and p.node_name(pod) for pod in pods)
     # Each member landed where its own group's placeholder was.
-    assert {p.name(pod): p.node_name(pod) for pod in pods} == {"driver": "node-3", "exec-0": "node-4", "exec-1": "node-5"}
+    assert {p.name(pod): p.node_name(pod) for pod in pods} == {
+        "driver": "node-3",
+        "exec-0": "node-4",
+        "exec-1": "node-5",
+    }
 
 
 def test_transitions_cover_every_state() -> None:
@@ -800,8 +931,12 @@ def test_parse_of_unknown_state_is_pending() -> None:
 
 @pytest.mark.parametrize("state", [AppState.RESERVING, AppState.PENDING])
 def test_bound_originator_when_the_last_placeholder_is_placed(state: AppState) -> None:
-    pods = [driver(state=state, started=NOW - 100, gated=False, group=None, node="n9", phase="Running"),
-            executor(0), executor(1), *all_placeholders(bound=True)]
+    pods = [
+        driver(state=state, started=NOW - 100, gated=False, group=None, node="n9", phase="Running"),
+        executor(0),
+        executor(1),
+        *all_placeholders(bound=True),
+    ]
     plan = plan_of(pods)
     assert plan.state in (AppState.RESERVED, AppState.RUNNING)
     assert [p.name(s.member) for s in plan.swaps] == ["exec-0", "exec-1"]
@@ -810,8 +945,11 @@ def test_bound_originator_when_the_last_placeholder_is_placed(state: AppState) -
 @pytest.mark.parametrize("state", [AppState.RESERVED, AppState.RUNNING])
 @pytest.mark.parametrize("policy", [None, HARD])
 def test_annotations_turning_invalid_after_the_reservation(state: AppState, policy: str | None) -> None:
-    pods = [driver(state=state, task_groups="[]", policy=policy, started=NOW - 100, first_allocated=NOW - 30, gated=False),
-            executor(0), *all_placeholders(bound=True)]
+    pods = [
+        driver(state=state, task_groups="[]", policy=policy, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        executor(0),
+        *all_placeholders(bound=True),
+    ]
     plan = plan_of(pods)
     assert allowed(state, plan.state)
 

@@ -36,13 +36,22 @@ def make_pod(
         annotations[keys.TASK_GROUP_NAME] = group
     if task_groups:
         annotations[keys.TASK_GROUPS] = "[]"
-    metadata: dict[str, Any] = {"name": f"pod-{uid}", "namespace": namespace, "uid": uid, "labels": labels, "annotations": annotations,
-                                "managedFields": [{"manager": "x"}]}
+    metadata: dict[str, Any] = {
+        "name": f"pod-{uid}",
+        "namespace": namespace,
+        "uid": uid,
+        "labels": labels,
+        "annotations": annotations,
+        "managedFields": [{"manager": "x"}],
+    }
     if rv is not None:
         metadata["resourceVersion"] = str(rv)
     return {
         "metadata": metadata,
-        "spec": {"schedulingGates": [{"name": keys.GATE}] if gated else [], "containers": [{"name": "c", "image": "x"}]},
+        "spec": {
+            "schedulingGates": [{"name": keys.GATE}] if gated else [],
+            "containers": [{"name": "c", "image": "x"}],
+        },
         "status": {"phase": phase},
     }
 
@@ -173,7 +182,9 @@ def test_replace_returns_every_application_before_and_after() -> None:
     store = PodStore()
     store.upsert(make_pod("u1", app="app-a"))
     store.upsert(make_pod("u2", app="app-b"))
-    touched = store.replace([make_pod("u3", app="app-b"), make_pod("u4", app="app-c"), make_pod("u5", app="app-d", gated=False)])
+    touched = store.replace(
+        [make_pod("u3", app="app-b"), make_pod("u4", app="app-c"), make_pod("u5", app="app-d", gated=False)]
+    )
     assert touched == {A, B, p.AppKey("ns", "app-c")}
     assert sorted(store.keys()) == [B, p.AppKey("ns", "app-c")]
     assert [p.uid(pod) for pod in store.app_pods(B)] == ["u3"]

@@ -7,20 +7,35 @@ answer goes straight into the store so the next reconcile sees the controller's 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.controller.events import EventRecorder
+from yuniplace.controller.events import EventRecorder, Reason
 from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.plan import Failure, Plan, Settings, Swap
+from yuniplace.controller.podgroups import status_path
 from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.kube import JSON_PATCH, AlreadyExists, Conflict, Invalid, KubeClient, NotFound
+from yuniplace.gang.dialects import Dialect, pod_group_dialect
+from yuniplace.kube import (
+    JSON_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    KubeClient,
+    NotFound,
+    TooManyRequests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,34 +47,85 @@ def _pod_path(pod: Pod) -> str:
     return f"/api/v1/namespaces/{p.namespace(pod)}/pods/{p.name(pod)}"
 
 
+def _eviction(pod: Pod) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": p.name(pod), "namespace": p.namespace(pod)},
+    }
+
+
+@dataclass(frozen=True)
+class Refusals:
+    """What the API refused of a plan."""
+
+    placeholders: str | None = None  # why it would not create them
+    eviction: str | None = None  # why it would not evict the gang's pods
+
+
 PREFERENCE_WEIGHT = 100
 
 
 def _claim_ops(pod: Pod, placeholder: str) -> list[dict[str, Any]]:
-    if p.annotations(pod):
-        return [{"op": "add", "path": "/metadata/annotations/" + keys.SWAP_PLACEHOLDER.replace("/", "~1"), "value": placeholder}]
+    if p.annotations_of(pod):
+        return [
+            {
+                "op": "add",
+                "path": "/metadata/annotations/" + keys.SWAP_PLACEHOLDER.replace("/", "~1"),
+                "value": placeholder,
+            }
+        ]
     return [{"op": "add", "path": "/metadata/annotations", "value": {keys.SWAP_PLACEHOLDER: placeholder}}]
 
 
 def _prefer_node_ops(pod: Pod, node: str) -> list[dict[str, Any]]:
     """JSON-patch operations adding a preferred node-affinity term for `node` to whatever affinity
     the pod already has (its own terms are kept)."""
-    term = {"weight": PREFERENCE_WEIGHT, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}}
+    term = {
+        "weight": PREFERENCE_WEIGHT,
+        "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]},
+    }
     affinity = pod.get("spec", {}).get("affinity")
     if not affinity:
-        return [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}}]
+        return [
+            {
+                "op": "add",
+                "path": "/spec/affinity",
+                "value": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}},
+            }
+        ]
     node_affinity = affinity.get("nodeAffinity")
     if not node_affinity:
-        return [{"op": "add", "path": "/spec/affinity/nodeAffinity", "value": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}]
+        return [
+            {
+                "op": "add",
+                "path": "/spec/affinity/nodeAffinity",
+                "value": {"preferredDuringSchedulingIgnoredDuringExecution": [term]},
+            }
+        ]
     if not node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        return [{"op": "add", "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution", "value": [term]}]
-    return [{"op": "add", "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/-", "value": term}]
+        return [
+            {
+                "op": "add",
+                "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution",
+                "value": [term],
+            }
+        ]
+    return [
+        {
+            "op": "add",
+            "path": "/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution/-",
+            "value": term,
+        }
+    ]
 
 
 class SwapTracker:
     """Remembers swaps until their real pod is bound, to report where it landed and how long it took."""
 
-    def __init__(self, recorder: EventRecorder, metrics: Metrics, settings: Settings, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, recorder: EventRecorder, metrics: Metrics, settings: Settings, clock: Callable[[], float]
+    ) -> None:
         self._recorder = recorder
         self._metrics = metrics
         self._settings = settings
@@ -91,7 +157,11 @@ class SwapTracker:
         self._metrics.swap_seconds.observe(elapsed)
         if self._settings.member_events:
             where = f"on its reserved node {node}" if landed else f"on {node} (its reserved node {reserved} was taken)"
-            self._recorder.record(pod, "PlaceholderSwapped", f"took the place of a {group} placeholder: bound {where} in {elapsed:.2f}s")
+            self._recorder.record(
+                pod,
+                Reason.PLACEHOLDER_SWAPPED,
+                f"took the place of a {group} placeholder: bound {where} in {elapsed:.2f}s",
+            )
 
 
 class Executor:
@@ -105,9 +175,11 @@ class Executor:
         *,
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
+        pod_group_status_path: Callable[[Dialect, p.AppKey], str] = status_path,
     ) -> None:
         self._client = client
         self._contended = contended
+        self._pod_group_status_path = pod_group_status_path
         self._store = store
         self._recorder = recorder
         self._metrics = metrics
@@ -117,22 +189,27 @@ class Executor:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
-    def _each(self, function: Callable[[Any], None], items: Iterable[Any]) -> None:
-        """Run `function` on every item concurrently; re-raise the first failure after all ran."""
+    def _each(self, function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        """Run `function` on every item concurrently and return its results; re-raise the first
+        failure after all ran."""
         futures = [self._pool.submit(function, item) for item in items]
-        errors = [f.exception() for f in futures if f.exception() is not None]
+        errors = [error for f in futures if (error := f.exception()) is not None]
         if errors:
-            raise errors[0]  # type: ignore[misc]
+            raise errors[0]
+        return [f.result() for f in futures]
 
-    def apply(self, plan: Plan) -> None:
+    def apply(self, plan: Plan) -> Refusals:
+        """Carry the plan out; return what the API refused: to create its placeholders (a quota, an
+        admission policy), or to evict its pods (a PodDisruptionBudget), for the controller to decide
+        what that means."""
         # Events first: they announce what the writes below do, and kubectl get events -w then
         # reads in order (a member's PlaceholderSwapped, posted when it binds, comes after).
         for event in plan.events:
-            self._recorder.record(event.pod, event.reason, event.note, warning=event.warning)
+            self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)
         if plan.annotate and plan.originator is not None:
             # First, so a controller restarted after any later step knows the reservation began.
             self._annotate(plan.originator, plan.annotate)
-        self._each(self._create, plan.create)
+        refusals = [why for why in self._each(self._create, plan.create) if why is not None]
         self._each(lambda pod: self._delete(pod, "released"), plan.delete)
         # A batch of swaps goes step by step: every nomination, then every placeholder deleted, then
         # every member released. No member is released while a placeholder of its batch still holds
@@ -151,28 +228,54 @@ class Executor:
             self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
-        if plan.pod_group_status is not None:
-            self._report_pod_group(plan.key, plan.pod_group_status)
+        eviction = self._evict_all(plan.evict) if plan.evict else None
+        dialect = pod_group_dialect([plan.originator] if plan.originator is not None else [])
+        if plan.pod_group_status is not None and dialect is not None:
+            self._report_pod_group(dialect, plan.key, plan.pod_group_status)
+        return Refusals(refusals[0] if refusals else None, eviction)
 
-    def _report_pod_group(self, key: p.AppKey, status: dict[str, Any]) -> None:
-        """Keep a scheduler-plugins PodGroup's status as its users read it (kubectl get podgroups)."""
-        path = f"{keys.POD_GROUP_API}/namespaces/{key.namespace}/podgroups/{key.app_id}/status"
-        try:
-            self._client.patch(path, {"status": status})
-        except NotFound:
-            pass  # deleted meanwhile
-    def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
+    def _evict_all(self, pods: list[Pod]) -> str | None:
+        """Evict every pod, or none: each eviction is tried as a dry run first, so that a
+        PodDisruptionBudget that forbids one of them leaves the whole gang running. Return why not."""
+        for pod in pods:
+            try:
+                self._client.request(
+                    "POST", f"{_pod_path(pod)}/eviction", body=_eviction(pod), query={"dryRun": "All"}, retry=False
+                )
+            except NotFound:
+                continue
+            except (TooManyRequests, Forbidden) as error:
+                return f"pod {p.name(pod)}: {error.message}"
+        self._each(self._evict, pods)
+        return None
+
+    def _evict(self, pod: Pod) -> None:
+        with contextlib.suppress(NotFound):
+            self._client.request("POST", f"{_pod_path(pod)}/eviction", body=_eviction(pod))
+
+    def _report_pod_group(self, dialect: Dialect, key: p.AppKey, status: dict[str, Any]) -> None:
+        """Keep a PodGroup's status as its users read it (kubectl get podgroups), in its own scheduler's
+        terms (scheduler-plugins' or Volcano's)."""
+        with contextlib.suppress(NotFound):  # deleted meanwhile
+            self._client.patch(self._pod_group_status_path(dialect, key), {"status": status})
+
+    def _annotate(self, pod: Pod, annotations: dict[str, str | None]) -> None:
         updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})
         self._store.upsert(updated)
 
-    def _create(self, manifest: Pod) -> None:
+    def _create(self, manifest: Pod) -> str | None:
+        """Create a placeholder; return the API's reason when it refuses to (a ResourceQuota or an
+        admission policy of the namespace): that is the application's outcome, not a controller error."""
         path = f"/api/v1/namespaces/{manifest['metadata']['namespace']}/pods"
         try:
             created = self._client.create(path, manifest)
         except AlreadyExists:
-            return  # deterministic name: an earlier attempt (or another replica) made it
+            return None  # deterministic name: an earlier attempt (or another replica) made it
+        except (Forbidden, Invalid, BadRequest) as error:
+            return f"placeholder {manifest['metadata']['name']}: {error.message}"
         self._metrics.placeholders_created.inc()
         self._store.upsert(created)
+        return None
 
     def _delete(self, pod: Pod, reason: str) -> None:
         body = {"gracePeriodSeconds": 0, "preconditions": {"uid": p.uid(pod)}}
@@ -190,7 +293,7 @@ class Executor:
         lower or equal priority, so once the placeholder goes no other pod can take the room; and a
         nomination, unlike a node pin, lets the member go elsewhere if the node fails it after all."""
         member = swap.member
-        if swap.placeholder is None or p.annotations(member).get(keys.SWAP_PLACEHOLDER) == p.name(swap.placeholder):
+        if swap.placeholder is None or p.annotations_of(member).get(keys.SWAP_PLACEHOLDER) == p.name(swap.placeholder):
             return
         # One write for both: pods/status accepts metadata, and the annotation tells a restarted
         # controller which placeholder this pod is taking the place of.
@@ -230,11 +333,27 @@ class Executor:
         raise Conflict(409, "Conflict", f"could not remove the {keys.GATE} gate from {_pod_path(pod)}")
 
     def _fail(self, failure: Failure) -> None:
+        """Fail a held pod: its phase first, so kube-scheduler (which passes terminal pods over) never
+        sees it ungated and pending; then its gate, so `kubectl get pods` shows it Failed rather
+        than SchedulingGated."""
         pod = failure.pod
-        status = {"phase": "Failed", "reason": failure.reason, "message": failure.message}
+        # kubectl shows a pod whose PodScheduled condition says SchedulingGated as such, whatever its
+        # phase: the condition is replaced (strategic merge: by type) with why it will not be scheduled.
+        reason = failure.reason.value
+        scheduled = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": failure.message,
+            "lastTransitionTime": p.format_time(time.time()),
+        }
+        status = {"phase": "Failed", "reason": reason, "message": failure.message, "conditions": [scheduled]}
         try:
-            updated = self._client.patch(f"{_pod_path(pod)}/status", {"status": status})
+            updated = self._client.patch(
+                f"{_pod_path(pod)}/status", {"status": status}, content_type=STRATEGIC_MERGE_PATCH
+            )
         except NotFound:
             return
         self._store.upsert(updated)
-        self._recorder.record(pod, failure.reason, failure.message, warning=True)
+        self._recorder.record(pod, failure.reason, failure.message)
+        self._ungate(updated)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.gang import keys
@@ -25,9 +26,13 @@ def _steered_node(pod: Pod) -> str | None:
     """The node a released swap member is steered to by the preferred affinity term yuniplace adds."""
     affinity = (pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {}
     for term in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
-        for field in (term.get("preference") or {}).get("matchFields") or []:
-            if field.get("key") == "metadata.name" and field.get("operator") == "In" and len(field.get("values") or []) == 1:
-                return str(field["values"][0])
+        for match in (term.get("preference") or {}).get("matchFields") or []:
+            if (
+                match.get("key") == "metadata.name"
+                and match.get("operator") == "In"
+                and len(match.get("values") or []) == 1
+            ):
+                return str(match["values"][0])
     return None
 
 
@@ -43,7 +48,20 @@ def room_node(pod: Pod) -> str | None:
     nominated = p.nominated_node(pod)
     if nominated:
         return nominated
-    return _steered_node(pod) if keys.SWAP_PLACEHOLDER in p.annotations(pod) else None
+    return _steered_node(pod) if keys.SWAP_PLACEHOLDER in p.annotations_of(pod) else None
+
+
+def _sum_into(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+@dataclass
+class PoolRoom:
+    nodes: int = 0
+    capacity: dict[str, int] = field(default_factory=dict)
+    allocatable: dict[str, int] = field(default_factory=dict)
+    taken: dict[str, int] = field(default_factory=dict)
 
 
 class ClusterRoom:
@@ -127,10 +145,44 @@ class ClusterRoom:
         with self._lock:
             return frozenset(self._takes)
 
-    def room(self) -> Room:
-        """The free room of every node now (a copy: admission consumes it hypothetically)."""
+    def room(self, releasing: Iterable[str] = ()) -> Room:
+        """The free room of every node now (a copy: admission consumes it hypothetically), with the room
+        of the pods `releasing` (uids) freed, as if they were gone."""
         with self._lock:
-            return Room(self._nodes.values(), self._used)
+            used = self._used
+            released = [take for uid in releasing if (take := self._takes.get(uid)) is not None]
+            if released:
+                used = {node: dict(amounts) for node, amounts in self._used.items()}
+                for node, amounts in released:
+                    for name, amount in {**amounts, "pods": 1000}.items():
+                        used[node][name] = used[node].get(name, 0) - amount
+            return Room(self._nodes.values(), used)
+
+    def held_amounts(self, uids: Iterable[str]) -> dict[str, int]:
+        """What the pods `uids` take on their nodes, summed (`pods` counting 1000 a pod)."""
+        total: dict[str, int] = {}
+        with self._lock:
+            for uid in uids:
+                take = self._takes.get(uid)
+                if take is not None:
+                    _sum_into(total, {**take[1], "pods": 1000})
+        return total
+
+    def pool(self, selector: Mapping[str, str], counted: Callable[[str], bool]) -> PoolRoom:
+        """The nodes `selector` matches, summed: what they have and what the pods `counted` (by uid)
+        take on them (`pods` counting 1000 a pod)."""
+        room = PoolRoom()
+        with self._lock:
+            nodes = [n for n in self._nodes.values() if all(n.labels.get(k) == v for k, v in selector.items())]
+            names = {n.name for n in nodes}
+            for node in nodes:
+                _sum_into(room.capacity, node.capacity)
+                _sum_into(room.allocatable, node.allocatable)
+            room.nodes = len(nodes)
+            for uid, (node_name, amounts) in self._takes.items():
+                if node_name in names and counted(uid):
+                    _sum_into(room.taken, {**amounts, "pods": 1000})
+        return room
 
     def empty_room(self) -> Room:
         """Every node's whole allocatable room, as if nothing ran: what a gang could ever get."""

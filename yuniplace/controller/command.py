@@ -11,11 +11,19 @@ import socket
 import threading
 
 from yuniplace import httpserver, logs
-from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from, schedulers_from
+from yuniplace.cliargs import (
+    add_common_arguments,
+    add_limit_arguments,
+    configmap_argument,
+    limits_from,
+    schedulers_from,
+)
 from yuniplace.controller.controller import Controller
+from yuniplace.controller.decision import AdmissionRules
 from yuniplace.controller.leader import LeaderElector, LeaseTiming
 from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.plan import Settings
+from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.kube import KubeClient
 from yuniplace.webhook import command as webhook_command
@@ -24,7 +32,7 @@ log = logging.getLogger(__name__)
 EXIT_LOST_LEADERSHIP = 3
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "controller",
         help="run the reservation controller",
@@ -34,32 +42,131 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
     parser.add_argument("--namespace", help="watch one namespace only (default: all)")
     parser.add_argument("--workers", type=int, default=4, help="applications reconciled in parallel (default: 4)")
-    parser.add_argument("--placeholder-image", default=DEFAULT_IMAGE, help=f"image of placeholder pods (default: {DEFAULT_IMAGE})")
+    parser.add_argument(
+        "--placeholder-image", default=DEFAULT_IMAGE, help=f"image of placeholder pods (default: {DEFAULT_IMAGE})"
+    )
     add_limit_arguments(parser)
-    parser.add_argument("--swap-nomination", choices=["auto", "always"], default="auto",
-                        help="auto (default): nominate a swapped member to its reserved node only while pods of other "
-                        "applications wait to be scheduled, else steer it there with a preferred node affinity in the "
-                        "same write that releases it; always: nominate every member (one API write more each)")
-    parser.add_argument("--admission", choices=["capacity", "off"], default="capacity",
-                        help="capacity (default): an application reserves only once its whole gang fits in the free room, "
-                        "in FIFO order per queue, so gangs never split the cluster and wait on each other; off: every "
-                        "application reserves at once")
-    parser.add_argument("--strict-backoff", type=float, default=10.0, metavar="SECONDS",
-                        help="Strict mode: seconds before a released reservation is tried again, doubled each attempt "
-                        "up to 5 minutes (default: 10)")
-    parser.add_argument("--no-member-events", action="store_true",
-                        help="skip the PlaceholderSwapped event on every member (one API write less per member)")
+    parser.add_argument(
+        "--swap-nomination",
+        choices=["auto", "always"],
+        default="auto",
+        help="auto (default): nominate a swapped member to its reserved node only while pods of other "
+        "applications wait to be scheduled, else steer it there with a preferred node affinity in the "
+        "same write that releases it; always: nominate every member (one API write more each)",
+    )
+    parser.add_argument(
+        "--admission",
+        choices=["capacity", "off"],
+        default="capacity",
+        help="capacity (default): an application reserves only once its whole gang fits in the free room, "
+        "in FIFO order per queue, so gangs never split the cluster and wait on each other; off: every "
+        "application reserves at once",
+    )
+    parser.add_argument(
+        "--strict-backoff",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds before a reservation given back (Strict mode, or placeholders refused by the API, "
+        "a quota say) is tried again, doubled each attempt up to 5 minutes (default: 10)",
+    )
+    rules = AdmissionRules()
+    shared = parser.add_argument_group("shared clusters (with --admission=capacity)")
+    shared.add_argument(
+        "--head-claim",
+        type=_positive_seconds,
+        default=rules.head_claim_s,
+        metavar="SECONDS",
+        help="a queue's first application that does not fit claims the free room it can use, so "
+        "later ones cannot starve it, for this long at most; then others may use the room while it "
+        f"keeps its place (default: {rules.head_claim_s:.0f})",
+    )
+    shared.add_argument(
+        "--max-placeholders-per-namespace",
+        type=_count,
+        default=rules.max_placeholders_per_namespace,
+        metavar="N",
+        help="placeholders the gangs of one namespace may hold at once; a gang needing "
+        f"more is refused, one that would pass it waits (0: no limit; default: {rules.max_placeholders_per_namespace})",
+    )
+    shared.add_argument(
+        "--max-waiting-per-namespace",
+        type=_count,
+        default=rules.max_waiting_per_namespace,
+        metavar="N",
+        help="applications of one namespace that may wait for admission at once; more are refused "
+        f"(0: no limit; default: {rules.max_waiting_per_namespace})",
+    )
+    shared.add_argument(
+        "--gang-group-namespaces",
+        action="append",
+        default=[],
+        metavar="NS,NS,...",
+        help="namespaces whose applications may form gang groups with each other without each naming "
+        "the other (repeatable; by default an application of another namespace joins only when it "
+        "names this one too)",
+    )
+    queues = parser.add_argument_group("queues (with --admission=capacity)")
+    queues.add_argument(
+        "--queues-configmap",
+        type=configmap_argument,
+        metavar="NAMESPACE/NAME",
+        help="a ConfigMap holding YuniKorn's queues.yaml (key queues.yaml), e.g. yunikorn/yunikorn-configs: "
+        "queues with guarantees, limits and placement rules, applied as it changes (default: none; Volcano "
+        "Queue objects are read whenever their API is installed)",
+    )
+    queues.add_argument(
+        "--create-placeholders-after",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="a queue's first application that has waited this long gets its placeholders created anyway, "
+        "so that a cluster autoscaler sees pending pods of the shapes it needs (default: never)",
+    )
+    parser.add_argument(
+        "--no-member-events",
+        action="store_true",
+        help="skip the PlaceholderSwapped event on every member (one API write less per member)",
+    )
     add_common_arguments(parser)
     election = parser.add_argument_group("leader election (run several replicas, one reconciles)")
     election.add_argument("--leader-elect", action="store_true", help="reconcile only while holding the Lease")
-    election.add_argument("--leader-election-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
-                          help="namespace of the Lease (default: $POD_NAMESPACE or default)")
+    election.add_argument(
+        "--leader-election-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        help="namespace of the Lease (default: $POD_NAMESPACE or default)",
+    )
     election.add_argument("--leader-election-id", default="yuniplace-controller", help="name of the Lease")
     election.add_argument("--lease-duration", type=float, default=LeaseTiming.lease_duration_s, metavar="SECONDS")
     election.add_argument("--renew-deadline", type=float, default=LeaseTiming.renew_deadline_s, metavar="SECONDS")
     election.add_argument("--retry-period", type=float, default=LeaseTiming.retry_period_s, metavar="SECONDS")
-    webhook_command.add_webhook_arguments(parser.add_argument_group("admission webhook in the same process"), required=False)
+    webhook_command.add_webhook_arguments(
+        parser.add_argument_group("admission webhook in the same process"), required=False
+    )
     parser.set_defaults(run=run)
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, not {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number (0 for no limit), not {text}")
+    return int(text)
+
+
+def rules_from(args: argparse.Namespace) -> AdmissionRules:
+    sets = [[ns.strip() for ns in value.split(",") if ns.strip()] for value in args.gang_group_namespaces]
+    return AdmissionRules(
+        head_claim_s=args.head_claim,
+        max_placeholders_per_namespace=args.max_placeholders_per_namespace,
+        max_waiting_per_namespace=args.max_waiting_per_namespace,
+        consent=GroupConsent.of(sets),
+        placeholders_after_s=args.create_placeholders_after,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,19 +174,36 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     metrics = Metrics()
     client = KubeClient.from_kubeconfig(args.kubeconfig, observer=metrics.observe_api_call)
-    settings = Settings(limits=limits, placeholder_image=args.placeholder_image, member_events=not args.no_member_events,
-                        schedulers=schedulers_from(args), always_nominate=args.swap_nomination == "always",
-                        strict_backoff_s=args.strict_backoff)
-    controller = Controller(client, namespace=args.namespace, settings=settings, workers=args.workers, metrics=metrics,
-                            admission=args.admission == "capacity")
+    settings = Settings(
+        limits=limits,
+        placeholder_image=args.placeholder_image,
+        member_events=not args.no_member_events,
+        schedulers=schedulers_from(args),
+        always_nominate=args.swap_nomination == "always",
+        strict_backoff_s=args.strict_backoff,
+    )
+    controller = Controller(
+        client,
+        namespace=args.namespace,
+        settings=settings,
+        workers=args.workers,
+        metrics=metrics,
+        admission=args.admission == "capacity",
+        rules=rules_from(args),
+        queues_configmap=args.queues_configmap,
+    )
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
-    webhook = webhook_command.start_webhook(args, limits) if args.webhook_address else None
+    webhook = webhook_command.start_webhook(args, limits, client) if args.webhook_address else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    log.info("yuniplace controller starting (API %s, namespace %s, metrics on %s:%d%s)", client.host,
-             args.namespace or "all", *server.server_address[:2],
-             f", webhook on {args.webhook_address}" if webhook else "")
+    log.info(
+        "yuniplace controller starting (API %s, namespace %s, metrics on %s:%d%s)",
+        client.host,
+        args.namespace or "all",
+        *server.server_address[:2],
+        f", webhook on {args.webhook_address}" if webhook else "",
+    )
     controller.start()
     code = 0
     if args.leader_elect:
@@ -91,7 +215,9 @@ def run(args: argparse.Namespace) -> int:
             identity=identity,
             timing=LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period),
         )
-        log.info("waiting to lead as %s (lease %s/%s)", identity, args.leader_election_namespace, args.leader_election_id)
+        log.info(
+            "waiting to lead as %s (lease %s/%s)", identity, args.leader_election_namespace, args.leader_election_id
+        )
         if elector.run(controller.run_workers, stop):
             code = EXIT_LOST_LEADERSHIP  # start afresh rather than risk acting on a stale view
     else:

@@ -34,7 +34,7 @@ class LeaseTiming:
 
 
 def _micro_time(epoch_s: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -93,14 +93,18 @@ class LeaderElector:
         spec = lease.get("spec", {})
         holder = spec.get("holderIdentity") or ""
         self._observe(lease)
-        expired = self._clock() > self._observed_at + float(spec.get("leaseDurationSeconds") or self._timing.lease_duration_s)
+        expired = self._clock() > self._observed_at + float(
+            spec.get("leaseDurationSeconds") or self._timing.lease_duration_s
+        )
         if holder and holder != self.identity and not expired:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
         acquired = spec.get("acquireTime") if holder == self.identity else None
         lease["spec"] = self._spec(transitions, acquired)
         try:
-            self._lease = self._client.request("PUT", self._path, body=lease, retry=False)  # resourceVersion guards the race
+            self._lease = self._client.request(
+                "PUT", self._path, body=lease, retry=False
+            )  # resourceVersion guards the race
         except Conflict:
             return False
         self._observe(self._lease)
@@ -158,7 +162,12 @@ class LeaderElector:
                 lost_leadership = True
                 break
             elif self._clock() - last_renewed > self._timing.renew_deadline_s:
-                log.error("lost lease %s/%s: not renewed for %.0fs", self._namespace, self._name, self._timing.renew_deadline_s)
+                log.error(
+                    "lost lease %s/%s: not renewed for %.0fs",
+                    self._namespace,
+                    self._name,
+                    self._timing.renew_deadline_s,
+                )
                 lost_leadership = True
                 break
         lost.set()

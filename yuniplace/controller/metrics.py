@@ -3,12 +3,19 @@ never share counters."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 
 from yuniplace.gang.state import AppState
+from yuniplace.queues.report import QueuesReport
 
 # The *_created series double every counter for a timestamp nobody graphs.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus-client leaves it unannotated
 
 DURATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
@@ -43,28 +50,77 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
-        self.timeouts = Counter("yuniplace_timeouts_total", "Reservations that timed out, by style.", ["style"], registry=r)
+        self.timeouts = Counter(
+            "yuniplace_timeouts_total", "Reservations that timed out, by style.", ["style"], registry=r
+        )
         self.api_requests = Counter(
-            "yuniplace_api_requests_total", "Kubernetes API requests, by verb, resource and status code.",
-            ["verb", "resource", "code"], registry=r,
+            "yuniplace_api_requests_total",
+            "Kubernetes API requests, by verb, resource and status code.",
+            ["verb", "resource", "code"],
+            registry=r,
         )
         self.reconcile_seconds = Histogram(
-            "yuniplace_reconcile_duration_seconds", "Time to plan and apply one reconcile.", buckets=DURATION_BUCKETS_S, registry=r
+            "yuniplace_reconcile_duration_seconds",
+            "Time to plan and apply one reconcile.",
+            buckets=DURATION_BUCKETS_S,
+            registry=r,
         )
-        self.reconcile_errors = Counter("yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r)
-        self.events = Counter("yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r)
+        self.reconcile_errors = Counter(
+            "yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r
+        )
+        self.events = Counter(
+            "yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r
+        )
         self.admission_waiting = Gauge(
-            "yuniplace_admission_waiting_applications", "Applications waiting for room to reserve their gang.", registry=r
+            "yuniplace_admission_waiting_applications",
+            "Applications waiting for room to reserve their gang.",
+            registry=r,
         )
         self.queue_depth = Gauge("yuniplace_queue_depth", "Applications waiting to be reconciled.", registry=r)
+        # Per queue of the queue configuration (yuniplace_queue_depth above is the work queue's).
+        per_queue = ["queue", "resource"]
+        self.queue_amounts = {
+            "guaranteed": Gauge("yuniplace_queue_guaranteed", "A queue's guarantee.", per_queue, registry=r),
+            "max": Gauge("yuniplace_queue_max", "A queue's max (resources it limits).", per_queue, registry=r),
+            "used": Gauge(
+                "yuniplace_queue_used",
+                "What a queue holds: placeholders, gang members, ordinary pods on its pool's nodes.",
+                per_queue,
+                registry=r,
+            ),
+            "borrowed": Gauge("yuniplace_queue_borrowed", "Used beyond the guarantee.", per_queue, registry=r),
+            "lent": Gauge("yuniplace_queue_lent", "A queue's idle guarantee that others use.", per_queue, registry=r),
+        }
+        self.queue_waiting = Gauge(
+            "yuniplace_queue_waiting_applications", "Applications waiting for admission.", ["queue"], registry=r
+        )
         for state in AppState:
             self.applications.labels(state.value)
-        for state in ("pending", "placed"):
-            self.placeholders.labels(state)
+        for placement in ("pending", "placed"):
+            self.placeholders.labels(placement)
         for outcome in ("landed", "moved"):
             self.swaps.labels(outcome)
         for style in ("Soft", "Hard"):
             self.timeouts.labels(style)
+
+    def report_queues(self, report: QueuesReport | None) -> None:
+        """Set the per-queue gauges to the report (cpu in cores, memory in bytes, pods as a count);
+        queues no longer configured disappear."""
+        for gauge in (*self.queue_amounts.values(), self.queue_waiting):
+            gauge.clear()
+        if report is None:
+            return
+        for row in report.queues:
+            self.queue_waiting.labels(row.path).set(row.waiting)
+            for what, amounts in (
+                ("guaranteed", row.guaranteed),
+                ("max", row.max or {}),
+                ("used", row.used),
+                ("borrowed", row.borrowed),
+                ("lent", row.lent),
+            ):
+                for resource, milli in amounts.items():
+                    self.queue_amounts[what].labels(row.path, resource).set(milli / 1000)
 
     def observe_api_call(self, verb: str, resource: str, code: str) -> None:
         self.api_requests.labels(verb, resource, code).inc()

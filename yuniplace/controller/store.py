@@ -11,7 +11,6 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 
-from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 
 Pod = p.Pod
@@ -49,8 +48,7 @@ class PodStore:
         if p.is_placeholder(pod):
             self._placeholders.add(uid)
         node = p.nominated_node(pod)
-        if node and keys.SWAP_PLACEHOLDER in p.annotations(pod) and not p.is_gated(pod) and not p.node_name(pod) \
-                and not p.is_terminal(pod):
+        if node and p.is_in_flight(pod):
             self._in_flight[uid] = node
         else:
             self._in_flight.pop(uid, None)
@@ -70,7 +68,8 @@ class PodStore:
     def upsert(self, pod: Pod) -> p.AppKey | None:
         """Record a pod (from a watch event or a write's answer); return its application, if any."""
         uid = p.uid(pod)
-        key = p.app_key(pod)
+        identity = p.identify(pod)
+        key = p.app_key(pod, identity)
         with self._lock:
             version = _version(pod)
             if self._deleted.get(uid, -1) >= version:
@@ -78,9 +77,9 @@ class PodStore:
             current = self._pods.get(uid)
             if current is not None and _version(current) > version:
                 return self._keys.get(uid)
-            if key is None or not p.is_concerned(pod, self._schedulers):
+            if key is None or not p.is_concerned(pod, self._schedulers, identity):
                 return self._drop(uid)
-            self._put(uid, p.trim(pod), key)
+            self._put(uid, p.trim(pod, identity), key)
             return key
 
     def delete(self, pod: Pod) -> p.AppKey | None:
@@ -103,9 +102,10 @@ class PodStore:
             self._placeholders.clear()
             self._in_flight.clear()
             for pod in pods:
-                key = p.app_key(pod)
-                if key is not None and p.is_concerned(pod, self._schedulers):
-                    self._put(p.uid(pod), p.trim(pod), key)
+                identity = p.identify(pod)
+                key = p.app_key(pod, identity)
+                if key is not None and p.is_concerned(pod, self._schedulers, identity):
+                    self._put(p.uid(pod), p.trim(pod, identity), key)
             return before | set(self._by_app)
 
     def app_pods(self, key: p.AppKey) -> list[Pod]:

@@ -1,6 +1,7 @@
 """A work queue keyed by application, with client-go's guarantees: a key is never processed by two
-workers at once, a key added while it is processed is processed again afterwards, and a key waiting
-in the queue is there once however many events asked for it."""
+workers at once, a key added while it is processed is processed again afterwards, a key waiting in
+the queue is there once however many events asked for it, and a key whose processing keeps failing
+is retried ever later (exponential backoff per key), so it cannot crowd out the others."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+RETRY_BASE_S = 1.0
+MAX_RETRY_S = 30.0
 
 
 class WorkQueue(Generic[K]):
@@ -26,6 +29,7 @@ class WorkQueue(Generic[K]):
         self._delayed: list[tuple[float, int, K]] = []
         self._due: dict[K, float] = {}
         self._sequence = itertools.count()
+        self._failures: dict[K, int] = {}
         self._shutdown = False
 
     def add(self, key: K) -> None:
@@ -56,6 +60,20 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._delayed, (due, next(self._sequence), key))
             if due < earliest:
                 self._cond.notify()  # a waiting worker must shorten its wait
+
+    def retry(self, key: K) -> float:
+        """`key` failed: add it again after a backoff that doubles with each failure in a row (up to
+        MAX_RETRY_S); return the backoff."""
+        with self._cond:
+            failures = self._failures[key] = self._failures.get(key, 0) + 1
+        delay: float = min(MAX_RETRY_S, RETRY_BASE_S * 2.0 ** (failures - 1))
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: K) -> None:
+        """`key` succeeded: its next failure starts the backoff afresh."""
+        with self._cond:
+            self._failures.pop(key, None)
 
     def _promote_due(self) -> float | None:
         """Move due delayed keys to the ready queue; return seconds until the next one is due."""

@@ -1,0 +1,561 @@
+"""Deciding what should happen to one application now: a pure decision from the application (as its
+pods show it), the clock and what lies beyond it (admission's ticket, its gang group, nodes in flight)
+to a Plan of API writes. It never calls the API, so every rule here is unit-tested with plain dicts and
+a fake clock.
+
+The application's progress lives in the cluster: its pods, its placeholders, and its record on the
+originator. A restarted or newly elected controller therefore computes the same plan the last one
+would have, and continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+from yuniplace.controller.events import NORMAL, Reason
+from yuniplace.controller.plan import (
+    Event,
+    Failure,
+    Outcome,
+    Plan,
+    Settings,
+    Surroundings,
+    Swap,
+)
+from yuniplace.controller.podgroupstatus import pod_group_status
+from yuniplace.controller.tickets import Granted, Refused, Ticket, Waiting
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import POD_GROUP_NAMED_BY, pod_group_dialect
+from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
+from yuniplace.gang.resources import (
+    format_quantity,
+    pod_requests,
+    quantities,
+    shortfalls,
+)
+from yuniplace.gang.state import TERMINAL, AppState, allowed
+from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, Style, check_member
+from yuniplace.gang.volcano import missing_tasks
+from yuniplace.queues.pools import confine
+
+Pod = p.Pod
+RESYNC_S = 60.0
+IN_FLIGHT_RECHECK_S = 2.0
+MAX_STRICT_BACKOFF_S = 300.0
+# kube-scheduler's verdict on a pod it could place nowhere.
+UNSCHEDULABLE = "Unschedulable"
+# Members naming no task group: no placeholder is theirs, but, as in YuniKorn, they start with their
+# gang (once it is reserved, or has fallen back) and not before. Group names are never empty.
+UNGROUPED = ""
+
+
+def plan_application(
+    app: Application,
+    now: float,
+    settings: Settings = Settings(),
+    nodes_in_flight: frozenset[str] = frozenset(),
+    ticket: Ticket | None = None,
+    peers: Mapping[str, AppState | None] | None = None,
+    refusal: str | None = None,
+) -> Plan:
+    return Planner(app, now, settings, Surroundings(nodes_in_flight, ticket, peers or {}, refusal)).plan()
+
+
+class Group(enum.Enum):
+    """Where the rest of its gang group stands, for a reserved application."""
+
+    READY = "ready"  # every application of the group is reserved (or it has no group)
+    WAITING = "waiting"  # some are not reserved yet
+    GAVE_UP = "gave up"  # one of them failed or fell back
+
+
+class Planner:
+    """Plans one application at one moment; `plan()` once."""
+
+    def __init__(self, app: Application, now: float, settings: Settings, around: Surroundings) -> None:
+        self.app = app
+        self.now = now
+        self.settings = settings
+        self.around = around
+        self.plan_ = Plan(app.key, app.state, app.originator, spec=app.spec, current=app.state)
+
+    @property
+    def spec(self) -> GangSpec:
+        assert self.app.spec is not None
+        return self.app.spec
+
+    @property
+    def originator(self) -> Pod:
+        assert self.app.originator is not None
+        return self.app.originator
+
+    def _event(self, pod: Pod, reason: Reason, note: str, kind: str = "") -> None:
+        self.plan_.events.append(Event(pod, reason, note, kind))
+
+    def plan(self) -> Plan:
+        app, plan = self.app, self.plan_
+        if app.originator is None:
+            self._without_originator()
+            return plan
+        if app.problem is not None:
+            self._reject(Reason.TASK_GROUPS_ERROR, f"invalid gang annotations: {app.problem}")
+        elif p.is_terminal(app.originator) or app.state in TERMINAL:
+            # The application is over: nothing to reserve any more; late members run or fail as it did.
+            plan.state = app.state if app.state in TERMINAL else AppState.COMPLETED
+            failure = None
+            if plan.state == AppState.FAILED:
+                failure = (
+                    Reason.APPLICATION_FAILED,
+                    f"application {app.key.app_id} has failed; see the events of pod {p.name(app.originator)}",
+                )
+            self._release_everything(failure=failure)
+        elif self.around.reclaimed is not None and app.state in (
+            AppState.RESERVING,
+            AppState.RESERVED,
+            AppState.RUNNING,
+        ):
+            self._give_back(self.around.reclaimed)
+        else:
+            members = self._members_by_group()
+            if app.state in (AppState.PENDING, AppState.RESERVING):
+                self._reserve(members)
+            elif app.state in (AppState.RESERVED, AppState.RUNNING):
+                if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
+                    self._swap(members)
+            else:  # RESUMING: normal scheduling for everyone
+                self._release_everything()
+        return self._finish()
+
+    # -- the application as a whole -----------------------------------------------------------------
+
+    def _finish(self) -> Plan:
+        plan, app = self.plan_, self.app
+        if app.pod_group is not None:
+            started = plan.annotate.get(keys.RESERVATION_STARTED)
+            plan.pod_group_status = pod_group_status(app, plan.state, started, self.now)
+        if not allowed(app.state, plan.state):
+            raise AssertionError(f"{plan.key}: transition {app.state.value} -> {plan.state.value} is not in the table")
+        if plan.transition is not None:
+            plan.annotate[keys.STATE] = plan.state.value
+        if plan.requeue_after_s is None and plan.state not in TERMINAL:
+            plan.requeue_after_s = RESYNC_S
+        return plan
+
+    def _without_originator(self) -> None:
+        """Members whose task groups have not appeared (yet: no pod with task groups, no PodGroup, no
+        pod of a Volcano task with a minimum): wait for an originator as long as the default timeout,
+        then let them run normally rather than hold them forever."""
+        app, plan = self.app, self.plan_
+        gated = app.gated_members()
+        # Placeholders without a live originator are garbage collected with it; deleting them here as
+        # well covers an originator removed without cascading deletion.
+        plan.delete += app.live_placeholders()
+        if not gated:
+            plan.forget = not app.placeholders
+            plan.state = AppState.COMPLETED if plan.forget else AppState.PENDING
+            return
+        timeout_s = self.settings.limits.default_timeout_s
+        expires = min(p.created_at(m) for m in gated) + timeout_s
+        if self.now < expires:
+            plan.requeue_after_s = expires - self.now
+            return
+        dialect = pod_group_dialect(gated)
+        tasks = missing_tasks(app.pod_group, app.members) if app.pod_group is not None else []
+        if dialect is not None and app.pod_group is None:
+            missing = f"{POD_GROUP_NAMED_BY[dialect]} names no PodGroup {app.key.app_id} of this namespace"
+        elif tasks:  # a Volcano PodGroup's minTaskMember names tasks that have no pod
+            missing = f"no pod of task(s) {', '.join(tasks)} of PodGroup {app.key.app_id} exists"
+        else:
+            missing = f"no pod of application {app.key.app_id} defines {keys.TASK_GROUPS}"
+        for member in gated:
+            plan.ungate.append(member)
+            self._event(
+                member,
+                Reason.GANG_SCHEDULING_FAILED,
+                f"{missing} after {timeout_s}s; scheduling this pod normally",
+            )
+
+    def _release_everything(self, *, failure: tuple[Reason, str] | None = None) -> None:
+        """Remove every placeholder; ungate every gated member, or fail it with (reason, message).
+        A member the plan has already decided about (no group, unknown group) keeps that decision."""
+        plan = self.plan_
+        plan.delete += [ph for ph in self.app.live_placeholders() if ph not in plan.delete]
+        decided = {p.uid(m) for m in plan.ungate} | {p.uid(f.pod) for f in plan.fail}
+        for member in self.app.gated_members():
+            if p.uid(member) in decided:
+                continue
+            if failure is None:
+                plan.ungate.append(member)
+            else:
+                plan.fail.append(Failure(member, *failure))
+
+    def _reject(self, reason: Reason, message: str) -> None:
+        """The application cannot be a gang (its annotations cannot be read, or admission refuses it):
+        Hard style fails it, Soft style schedules its pods normally; announced once, as it happens."""
+        plan, current = self.plan_, self.app.state
+        if current in TERMINAL or current == AppState.RESUMING:
+            self._release_everything(failure=(reason, message) if current == AppState.FAILED else None)
+            return
+        hard = self.app.style == Style.HARD
+        outcome = "failing the application (Hard style)" if hard else "scheduling its pods normally (Soft style)"
+        self._event(self.originator, reason, f"{message}; {outcome}")
+        plan.state = AppState.FAILED if hard else AppState.RESUMING
+        self._release_everything(failure=(reason, message) if hard else None)
+
+    def _time_out(self, summary: str) -> None:
+        plan, originator = self.plan_, self.originator
+        self._event(originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {summary}")
+        plan.outcomes.append(Outcome.TIMED_OUT)
+        if self.spec.policy.style == Style.HARD:
+            message = f"gang reservation timed out ({summary}); Hard style fails the application"
+            plan.state = AppState.FAILED
+            self._event(originator, Reason.APPLICATION_FAILED, message)
+            self._release_everything(failure=(Reason.RESOURCE_RESERVATION_TIMEOUT, message))
+        else:
+            plan.state = AppState.RESUMING
+            self._event(
+                originator,
+                Reason.GANG_SCHEDULING_FAILED,
+                f"gang reservation timed out ({summary}); Soft style: placeholders removed, pods scheduled normally",
+            )
+            self._release_everything()
+
+    def _members_by_group(self) -> dict[str, list[Pod]]:
+        """Gated members by group (UNGROUPED for those naming none, or a group the gang has not when its
+        dialect lets such members follow it). One naming an unknown group otherwise gets a
+        TaskGroupsError and follows the application's style."""
+        spec = self.spec
+        by_group: dict[str, list[Pod]] = {g.name: [] for g in spec.groups}
+        by_group[UNGROUPED] = []
+        for member in self.app.gated_members():
+            group = p.task_group_name(member)
+            if group is None or (spec.other_groups_follow and spec.group(group) is None):
+                by_group[UNGROUPED].append(member)
+                continue
+            try:
+                check_member(spec, group)
+            except InvalidGang as error:
+                hard = spec.policy.style == Style.HARD
+                self._event(
+                    member,
+                    Reason.TASK_GROUPS_ERROR,
+                    f"{error}; " + ("failing this pod" if hard else "scheduling it normally"),
+                )
+                if hard:
+                    self.plan_.fail.append(Failure(member, Reason.TASK_GROUPS_ERROR, str(error)))
+                else:
+                    self.plan_.ungate.append(member)
+                continue
+            by_group[group].append(member)
+        return by_group
+
+    # -- gang groups --------------------------------------------------------------------------------
+
+    def _peers_that_gave_up(self) -> list[str]:
+        return sorted(ref for ref, state in self.around.peers.items() if state in (AppState.FAILED, AppState.RESUMING))
+
+    def _group_hold(self) -> Group:
+        """A gang group swaps all-or-nothing: an application whose placeholders are all placed waits for
+        every other application of the group to be reserved too, and follows any of them that fails
+        or falls back (or its own timeout, while waiting). READY when it may swap now."""
+        gave_up = self._peers_that_gave_up()
+        if gave_up:
+            self._time_out(f"gang group application(s) {', '.join(gave_up)} could not be reserved")
+            return Group.GAVE_UP
+        waiting = sorted(
+            ref
+            for ref, state in self.around.peers.items()
+            if state not in (AppState.RESERVED, AppState.RUNNING, AppState.COMPLETED)
+        )
+        if not waiting:
+            return Group.READY
+        deadline = self.app.reservation_deadline()
+        if deadline is not None and self.now >= deadline:
+            self._time_out(
+                f"gang group application(s) {', '.join(waiting)} still not reserved after {self.spec.policy.timeout_s}s"
+            )
+            return Group.GAVE_UP
+        if self.plan_.state != AppState.RESERVED or self.app.state != AppState.RESERVED:
+            self._event(
+                self.originator,
+                Reason.GANG_GROUP_WAITING,
+                f"reserved; waiting for the rest of its gang group: {', '.join(waiting)}",
+            )
+        if deadline is not None:
+            self.plan_.requeue_after_s = max(0.0, deadline - self.now)
+        return Group.WAITING
+
+    # -- reserving ------------------------------------------------------------------------------------
+
+    def _reserve(self, members: dict[str, list[Pod]]) -> None:
+        app, plan, spec = self.app, self.plan_, self.spec
+        gave_up = self._peers_that_gave_up()
+        if gave_up:
+            self._time_out(f"gang group application(s) {', '.join(gave_up)} could not be reserved")
+            return
+        if app.state == AppState.RESERVING and self.around.refusal is not None:
+            self._refused(self.around.refusal)
+            return
+        if (app.state == AppState.PENDING or app.record.reservation_started is None) and not self._start():
+            return
+
+        existing = {p.name(ph): ph for ph in app.placeholders}
+        placed = 0
+        unplaceable: list[tuple[Pod, str]] = []
+        for group in spec.groups:
+            for index in range(group.min_member):
+                found = existing.get(placeholder_name(app.key.app_id, group.name, index))
+                if found is None:
+                    plan.create.append(
+                        placeholder_pod(
+                            app_id=app.key.app_id,
+                            group=confine(group, self.around.pool),
+                            index=index,
+                            originator=self.originator,
+                            image=self.settings.placeholder_image,
+                            priority_class_name=spec.priority_class_name,
+                            queue_name=self.around.queue,
+                        )
+                    )
+                elif p.is_terminal(found) and not p.is_deleting(found):
+                    plan.delete.append(found)  # evicted or failed: recreated once it is gone
+                elif p.node_name(found) and not p.is_deleting(found):
+                    placed += 1
+                elif not p.is_deleting(found) and (why := _unschedulable(found)) is not None:
+                    unplaceable.append((found, why))
+
+        if placed == spec.min_members:
+            self._reserved(placed)
+            if self._group_hold() == Group.READY:
+                self._swap(members)
+            return
+        deadline = app.reservation_deadline()
+        if deadline is not None and self.now >= deadline:
+            self._time_out(f"{placed}/{spec.min_members} placeholders placed after {spec.policy.timeout_s}s")
+        elif spec.mode == Mode.STRICT and unplaceable:
+            pod, why = unplaceable[0]
+            self._retry(
+                Reason.GANG_RESERVATION_RELEASED,
+                f"placeholder {p.name(pod)} cannot be placed ({why}); Strict mode releases the partial "
+                f"reservation ({placed}/{spec.min_members} placed)",
+            )
+        elif deadline is not None:
+            plan.requeue_after_s = max(0.0, deadline - self.now)
+
+    def _reserved(self, placed: int) -> None:
+        plan, spec, originator = self.plan_, self.spec, self.originator
+        plan.state = AppState.RESERVED
+        plan.outcomes.append(Outcome.RESERVED)
+        plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(self.app.first_placement() or self.now)
+        for group in spec.groups:
+            nodes = {p.node_name(ph) for ph in self.app.placeholders if p.task_group_name(ph) == group.name}
+            self._event(
+                originator,
+                Reason.PLACEHOLDER_ALLOCATED,
+                f"task group {group.name}: {group.min_member}/{group.min_member} placeholders placed "
+                f"on {len(nodes)} node(s)",
+            )
+        self._event(
+            originator,
+            Reason.GANG_RESERVATION_COMPLETE,
+            f"all {placed} placeholders are placed; swapping the real pods in",
+        )
+
+    def _refused(self, refusal: str) -> None:
+        deadline = self.app.reservation_deadline()
+        if deadline is not None and self.now >= deadline:
+            self._time_out(f"its placeholders were refused ({refusal})")
+            return
+        created = len(self.app.live_placeholders())
+        self._retry(
+            Reason.PLACEHOLDERS_REFUSED,
+            f"the API refused to create its placeholders: {refusal}; releasing the reservation "
+            f"({created}/{self.spec.min_members} created)",
+        )
+
+    def _start(self) -> bool:
+        """A pending application: wait out a retry backoff or admission, else begin reserving.
+        True when the reservation begins now."""
+        app, plan, spec, ticket = self.app, self.plan_, self.spec, self.around.ticket
+        record, originator = app.record, self.originator
+        deadline = app.pending_deadline()
+        if deadline is not None and self.now >= deadline:
+            queued = record.queued_since + spec.policy.timeout_s if record.queued_since is not None else None
+            if record.retry_after is not None and (queued is None or queued > deadline):
+                summary = f"no complete reservation after {record.attempts} attempt(s) in {spec.policy.timeout_s}s"
+            else:
+                summary = f"not admitted within {spec.policy.timeout_s}s of becoming first in its queue"
+                if isinstance(ticket, Waiting):
+                    summary += f" ({ticket.message})"
+            self._time_out(summary)
+            return False
+        if record.retry_after is not None and self.now < record.retry_after:
+            plan.requeue_after_s = record.retry_after - self.now
+            return False
+        if isinstance(ticket, Refused):
+            self._reject(ticket.reason, ticket.message)
+            return False
+        if isinstance(ticket, Waiting):
+            self._wait(ticket, deadline)
+            return False
+        plan.state = AppState.RESERVING
+        if record.queued_since is not None:
+            plan.annotate[keys.QUEUED_SINCE] = None
+        if isinstance(ticket, Granted) and ticket.warning:
+            self._event(originator, Reason.GANG_EXCEEDS_CAPACITY, ticket.warning)
+        if record.retry_after is not None:
+            self._event(
+                originator,
+                Reason.CREATING_PLACEHOLDERS,
+                f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again",
+            )
+            return True
+        plan.annotate[keys.RESERVATION_STARTED] = p.format_time(self.now)
+        groups = ", ".join(f"{g.name}×{g.min_member}" for g in spec.groups)
+        self._event(
+            originator,
+            Reason.TASK_GROUP_MATCH,
+            f"application {app.key.app_id}: gang of {spec.min_members} ({groups}), "
+            f"timeout {spec.policy.timeout_s}s, {spec.policy.style.value} style, {spec.mode.value} mode",
+        )
+        self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods")
+        for warning in spec.warnings:
+            self._event(originator, Reason.TASK_GROUP_WARNING, warning)
+        return True
+
+    def _wait(self, ticket: Waiting, deadline: float | None) -> None:
+        """Admission holds it back: say why, when that is news, and keep its queue clock."""
+        plan, record = self.plan_, self.app.record
+        if ticket.announce:
+            self._event(self.originator, Reason.GANG_WAITING, ticket.message)
+        if not ticket.times_out:
+            if record.queued_since is not None:
+                plan.annotate[keys.QUEUED_SINCE] = None  # the clock starts again once it is first
+        elif record.queued_since is None:
+            plan.annotate[keys.QUEUED_SINCE] = p.format_time(self.now)
+            deadline = min(self.now + self.spec.policy.timeout_s, deadline or float("inf"))
+        if deadline is not None:
+            plan.requeue_after_s = max(0.0, deadline - self.now)
+
+    def _give_back(self, why: str) -> None:
+        """Its queue holds more than its guarantee, and the queue that lent the room takes it back: a gang
+        that runs is evicted, all of its pods at once (or none, where a PodDisruptionBudget forbids);
+        one that only holds placeholders gives them back and queues again."""
+        app = self.app
+        members = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
+        if not any(p.node_name(m) for m in members):
+            self._retry(Reason.GANG_PREEMPTED, f"{why}: giving its reservation back")
+            return
+        self.plan_.evict = members
+        self.plan_.delete += [ph for ph in app.live_placeholders() if ph not in self.plan_.delete]
+        self._event(self.originator, Reason.GANG_PREEMPTED, f"{why}: evicting its {len(members)} pods")
+
+    def _retry(self, reason: Reason, why: str) -> None:
+        """Give a partial reservation back at once and try again after a backoff: in Strict mode when a
+        placeholder cannot be placed (the gang will not fit now), and whenever the API refuses to
+        create placeholders (a namespace quota, say). The room it held is then free for others."""
+        plan = self.plan_
+        attempts = self.app.record.attempts + 1
+        backoff = min(MAX_STRICT_BACKOFF_S, self.settings.strict_backoff_s * 2 ** (attempts - 1))
+        plan.state = AppState.PENDING
+        plan.create.clear()
+        plan.delete += [ph for ph in self.app.live_placeholders() if ph not in plan.delete]
+        plan.annotate[keys.ATTEMPTS] = str(attempts)
+        plan.annotate[keys.RETRY_AFTER] = p.format_time(self.now + backoff)
+        self._event(self.originator, reason, f"{why}; trying again in {backoff:.0f}s (attempt {attempts})")
+        plan.requeue_after_s = backoff
+
+    # -- swapping -------------------------------------------------------------------------------------
+
+    def _swap(self, members: dict[str, list[Pod]]) -> None:
+        """Match gated members to placed placeholders of their group, one each; members beyond the
+        reserved count run normally. A member already nominated to a node (a swap interrupted by a
+        restart) keeps that node and the placeholder there.
+
+        kube-scheduler counts a nominated pod as taking room on its node for every other pod of equal
+        priority, itself excepted. While a member swapped earlier is still waiting to be bound on node N,
+        nominating another member to N (whose placeholder is still there) would make N look full to the
+        first one, and it would move elsewhere. So a node with a member in flight takes no new swap until
+        that member is bound: the member is kept for the next reconcile, which its binding triggers.
+        Members of other applications count too (`nodes_in_flight`): two gangs swapping onto one node
+        make each other's members move just the same."""
+        app, plan = self.app, self.plan_
+        live = app.live_placeholders()
+        claimed: set[str] = set()
+        in_flight = set(self.around.nodes_in_flight) | app.nodes_in_flight()
+        for group in self.spec.groups:
+            placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
+            room = quantities(group.min_resource)
+            pending: list[Pod] = []
+            for member in members[group.name]:
+                # A gated member naming its placeholder is a swap interrupted by a restart: it resumes
+                # with that placeholder (gone already if step 2 had run) and no other.
+                taken = p.annotations_of(member).get(keys.SWAP_PLACEHOLDER)
+                node = p.nominated_node(member)
+                if taken is None or node is None:
+                    pending.append(member)
+                    continue
+                resumed = next((ph for ph in placed if p.name(ph) == taken and p.uid(ph) not in claimed), None)
+                if resumed is not None:
+                    claimed.add(p.uid(resumed))
+                plan.swaps.append(Swap(member, resumed, node, group.name))
+            free = [ph for ph in placed if p.uid(ph) not in claimed]
+            for member in pending:
+                short = shortfalls(pod_requests(member.get("spec", {})), room)
+                if short:
+                    detail = ", ".join(
+                        f"{name} {format_quantity(need)} > {format_quantity(have)}" for name, need, have in short
+                    )
+                    self._event(
+                        member,
+                        Reason.TASK_GROUP_RESOURCE_MISMATCH,
+                        f"requests more than task group {group.name}'s minResource ({detail}); "
+                        "releasing one of its placeholders and scheduling this pod normally",
+                    )
+                    if free:
+                        released = free.pop()
+                        claimed.add(p.uid(released))
+                        plan.delete.append(released)
+                    plan.ungate.append(member)
+                elif free:
+                    chosen = next((ph for ph in free if p.node_name(ph) not in in_flight), None)
+                    if chosen is None:
+                        plan.requeue_after_s = IN_FLIGHT_RECHECK_S  # its binding requeues it sooner
+                        continue
+                    free.remove(chosen)
+                    claimed.add(p.uid(chosen))
+                    plan.swaps.append(Swap(member, chosen, str(p.node_name(chosen)), group.name))
+                else:
+                    plan.ungate.append(member)
+
+        plan.ungate += members[UNGROUPED]  # scheduled normally, now that the gang is reserved
+        if p.node_name(self.originator) and plan.state == AppState.RESERVED:
+            plan.state = AppState.RUNNING
+        unused = [ph for ph in live if p.uid(ph) not in claimed]
+        if unused and plan.requeue_after_s != IN_FLIGHT_RECHECK_S:
+            deadline = app.reservation_deadline()
+            if deadline is not None and self.now >= deadline:
+                plan.delete += unused
+                self._event(
+                    self.originator,
+                    Reason.PLACEHOLDER_TIMEOUT,
+                    f"releasing {len(unused)} unused placeholders after {self.spec.policy.timeout_s}s",
+                    NORMAL,
+                )
+            elif deadline is not None:
+                plan.requeue_after_s = max(0.0, deadline - self.now)
+
+
+def _unschedulable(pod: Pod) -> str | None:
+    """kube-scheduler's message when it found no node for the pod, else None."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == UNSCHEDULABLE
+        ):
+            return str(condition.get("message") or "no node fits it")
+    return None

@@ -1,0 +1,37 @@
+"""Admission's decisions about an application that waits to reserve, as the planner receives them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yuniplace.controller.events import Reason
+
+
+@dataclass(frozen=True)
+class Granted:
+    """Admission lets the application reserve; `warning` says why that may not end well."""
+
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Admission holds the application back; `announce` when the reason is news worth an event.
+    `times_out`: its timeout runs while it waits, as it does for one first in its queue or waiting on
+    its own gang group or namespace; one waiting behind others waits for them, and its does not."""
+
+    message: str
+    announce: bool = True
+    times_out: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Admission will never let the application reserve (a per-namespace limit, or data it cannot
+    read): it fails or falls back by its style at once. `reason` is the event's."""
+
+    reason: Reason
+    message: str
+
+
+Ticket = Granted | Waiting | Refused
