@@ -11,11 +11,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from yuniplace.controller.plan import FIRST_ALLOCATED, AppView, gang_spec
+from yuniplace.cliargs import configmap_argument
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.taskgroups import InvalidGang, Limits
+from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import POD_GROUP_APIS, pod_group_dialect
+from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
+from yuniplace.tools import queuestatus
 
 
 def _age(seconds: float | None) -> str:
@@ -32,46 +35,80 @@ def _age(seconds: float | None) -> str:
     return f"{seconds // 86400}d{seconds % 86400 // 3600}h"
 
 
-def describe(view: AppView, now: float) -> dict[str, Any] | None:
-    originator = view.originator
+def describe(app: Application, now: float) -> dict[str, Any] | None:
+    originator = app.originator
     if originator is None:
         return None
-    notes = p.annotations(originator)
+    record = app.record
     row: dict[str, Any] = {
-        "namespace": view.key.namespace,
-        "application": view.key.app_id,
+        "namespace": app.key.namespace,
+        "application": app.key.app_id,
         "originator": p.name(originator),
-        "state": notes.get(keys.STATE, "Pending"),
+        "state": app.state.value,
         "groups": [],
         "age_s": None,
         "time_left_s": None,
+        "note": NOTES.get(app.state, ""),
     }
-    started = p.parse_time(notes.get(keys.RESERVATION_STARTED))
-    if started is not None:
-        row["age_s"] = round(now - started)
-    try:
-        spec = gang_spec(view, Limits())
-    except InvalidGang as error:
-        row["error"] = str(error)
+    if app.spec is None:
+        row["error"] = str(app.problem)
         return row
-    for group in spec.groups:
-        placed = sum(1 for ph in view.placeholders if p.task_group_name(ph) == group.name and p.node_name(ph))
-        swapped = sum(
-            1 for m in view.members
-            if p.task_group_name(m) == group.name and keys.SWAP_PLACEHOLDER in p.annotations(m) and not p.is_gated(m)
+    if record.reservation_started is not None:
+        row["age_s"] = round(now - record.reservation_started)
+    for group in app.spec.groups:
+        placed = sum(1 for ph in app.placeholders if p.task_group_name(ph) == group.name and p.node_name(ph))
+        # Members with their room: swapped in, or scheduled normally (one larger than its placeholders).
+        members = sum(
+            1
+            for m in app.members
+            if p.task_group_name(m) == group.name
+            and not p.is_gated(m)
+            and not p.is_terminal(m)
+            and (p.node_name(m) or keys.SWAP_PLACEHOLDER in p.annotations_of(m))
         )
-        row["groups"].append({"name": group.name, "reserved": min(group.min_member, placed + swapped), "required": group.min_member})
-    if row["state"] == "Reserving" and started is not None:
-        first = p.parse_time(notes.get(FIRST_ALLOCATED)) or min(
-            (t for ph in view.placeholders if (t := p.scheduled_at(ph)) is not None), default=started
+        row["groups"].append(
+            {"name": group.name, "reserved": min(group.min_member, placed + members), "required": group.min_member}
         )
-        row["time_left_s"] = round(first + spec.policy.timeout_s - now)
+    deadline = None
+    if app.state == AppState.RESERVING:
+        deadline = app.reservation_deadline()
+    elif app.state == AppState.PENDING:
+        deadline = app.pending_deadline()
+        if record.retry_after is not None and record.retry_after > now:
+            retry_in = _age(record.retry_after - now)
+            row["note"] = f"reservation given back; trying again in {retry_in} (attempt {record.attempts + 1})"
+    if deadline is not None:
+        row["time_left_s"] = round(deadline - now)
     return row
 
 
-def _pod_groups(client: KubeClient, namespace: str | None) -> dict[p.AppKey, dict[str, Any]]:
-    """PodGroups by the application they describe; none when their API is not installed."""
-    path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups" if namespace else f"{keys.POD_GROUP_API}/podgroups"
+# What a state means for the pods, where the state's name alone does not say it.
+NOTES = {
+    AppState.PENDING: "waiting for admission",
+    AppState.RESUMING: "fell back: placeholders gone, pods scheduled normally (Soft)",
+    AppState.FAILED: "failed: pods not started (Hard)",
+}
+
+
+def describe_unserved(pod: p.Pod) -> dict[str, Any]:
+    """A gang pod no scheduler picks up (its schedulerName names none that runs): shown, so that it
+    does not wait unseen."""
+    return {
+        "namespace": p.namespace(pod),
+        "application": p.app_id(pod) or p.name(pod),
+        "originator": p.name(pod),
+        "state": "Unscheduled",
+        "groups": [],
+        "age_s": None,
+        "time_left_s": None,
+        "note": f"schedulerName {p.scheduler_name(pod)!r}: no scheduler has picked the pod up; "
+        "yuniplace works with default-scheduler (see the SchedulerNotRunning event)",
+    }
+
+
+def _pod_groups(client: KubeClient, namespace: str | None, api: str) -> dict[p.AppKey, dict[str, Any]]:
+    """One API's PodGroups by the application they describe; none when the API is not installed."""
+    path = f"{api}/namespaces/{namespace}/podgroups" if namespace else f"{api}/podgroups"
     try:
         items = client.get(path)["items"]
     except NotFound:
@@ -83,29 +120,53 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     pods = client.get(path)["items"]
     by_app: dict[p.AppKey, list[p.Pod]] = defaultdict(list)
+    unserved: list[dict[str, Any]] = []
     for pod in pods:
         key = p.app_key(pod)
-        if key is not None and p.is_concerned(pod) and (app is None or key.app_id == app):
+        if key is None or (app is not None and key.app_id != app):
+            continue
+        if p.is_concerned(pod):
             by_app[key].append(pod)
+        elif p.is_unserved(pod):
+            unserved.append(describe_unserved(pod))
     now = time.time()
-    pod_groups = _pod_groups(client, namespace)
-    rows = [row for key, group in sorted(by_app.items()) if (row := describe(AppView.of(key, group, pod_groups.get(key)), now)) is not None]
-    return rows
+    pod_groups = {dialect: _pod_groups(client, namespace, api) for dialect, api in POD_GROUP_APIS.items()}
+
+    def pod_group(key: p.AppKey, pods: list[p.Pod]) -> dict[str, Any] | None:
+        dialect = pod_group_dialect(pods)
+        return None if dialect is None else pod_groups[dialect].get(key)
+
+    rows = [
+        row
+        for key, pods in sorted(by_app.items())
+        if (row := describe(Application.of(key, pods, pod_group(key, pods)), now)) is not None
+    ]
+    return rows + unserved
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    header = ("NAMESPACE", "APPLICATION", "STATE", "GROUPS (reserved/required)", "AGE", "TIME LEFT")
+    header = ("NAMESPACE", "APPLICATION", "STATE", "GROUPS (reserved/required)", "AGE", "TIME LEFT", "NOTE")
     lines = [header]
     for row in rows:
-        groups = ", ".join(f"{g['name']} {g['reserved']}/{g['required']}" for g in row["groups"]) or row.get("error", "-")
+        groups = ", ".join(f"{g['name']} {g['reserved']}/{g['required']}" for g in row["groups"]) or "-"
         left = row["time_left_s"]
-        lines.append((row["namespace"], row["application"], row["state"], groups, _age(row["age_s"]),
-                      "-" if left is None else ("expired" if left <= 0 else _age(left))))
+        note = row.get("error") or row["note"]
+        lines.append(
+            (
+                row["namespace"],
+                row["application"],
+                row["state"],
+                groups,
+                _age(row["age_s"]),
+                "-" if left is None else ("expired" if left <= 0 else _age(left)),
+                note,
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in lines)
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "status",
         help="show gang applications: state, groups reserved/required, time left",
@@ -116,10 +177,24 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     parser.add_argument("-n", "--namespace", help="one namespace (default: all)")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    parser.add_argument(
+        "--queues",
+        action="store_true",
+        help="show queues instead: guaranteed, max, used, borrowed, lent, waiting applications; and node pools",
+    )
+    parser.add_argument(
+        "--queues-configmap",
+        type=configmap_argument,
+        metavar="NAMESPACE/NAME",
+        help="with --queues: the ConfigMap holding queues.yaml, as given to the controller (Volcano Queues are "
+        "read whenever their API is installed)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.queues:
+        return queuestatus.run(KubeClient.from_kubeconfig(args.kubeconfig), args.queues_configmap, args.output)
     rows = collect(KubeClient.from_kubeconfig(args.kubeconfig), args.namespace, args.app)
     if args.output == "json":
         json.dump(rows, sys.stdout, indent=2)
@@ -127,6 +202,9 @@ def run(args: argparse.Namespace) -> int:
     elif rows:
         print(table(rows))
     else:
-        print("No gang applications found." if args.app is None else f"No gang application {args.app!r} found.", file=sys.stderr)
+        print(
+            "No gang applications found." if args.app is None else f"No gang application {args.app!r} found.",
+            file=sys.stderr,
+        )
         return 1 if args.app else 0
     return 0

@@ -1,23 +1,24 @@
-"""`yuniplace validate FILE…`: check manifests' gang annotations before anything runs.
+"""`yuniplace validate FILE…`: check manifests' gang annotations, and queue configurations, before
+anything runs.
 
 Finds every pod a manifest will create (Pods; the pod templates of Jobs, CronJobs, Deployments,
-StatefulSets, ReplicaSets, DaemonSets; the driver and executor of a Kubeflow SparkApplication;
-`--conf spark.kubernetes.*.annotation.*` lines of spark-submit), applies the webhook's own checks, and
-compares each gang member's requests with its task group's minResource — the most common gang
-scheduling mistake is a Spark pod whose memory overhead was left out of minResource.
+StatefulSets, ReplicaSets, DaemonSets; the driver and executor of a Kubeflow SparkApplication; the
+`spark.kubernetes.*.annotation.*` settings of spark-submit properties files, scripts and `--conf`
+files), applies the webhook's own checks, and compares each gang member's requests with its task
+group's minResource — the most common gang scheduling mistake is a Spark pod whose memory overhead
+was left out of minResource. Lines of Spark settings that spark-submit would misread are errors
+naming the line. Queue configurations (YuniKorn's queues.yaml, a ConfigMap holding one, Volcano's
+Queues) are checked as the controller reads them (yuniplace.tools.queuefiles).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
-import shlex
 import sys
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,15 @@ import yaml
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.resources import format_quantity, pod_requests, quantities, shortfalls
-from yuniplace.gang.taskgroups import InvalidGang, Limits, parse_gang
+from yuniplace.gang.application import Application
+from yuniplace.gang.resources import (
+    format_quantity,
+    pod_requests,
+    quantities,
+    shortfalls,
+)
+from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.tools import queuefiles, sparkconf
 from yuniplace.webhook.admission import is_gang_pod, problems_of
 
 MIB = 1024 * 1024
@@ -38,7 +46,7 @@ TEMPLATE_PATHS = {
     "DaemonSet": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-SPARK_CONF = re.compile(r"spark\.kubernetes\.(driver|executor)\.(annotation|label)\.(\S+?)=(.*)$")
+SPARK_SETTINGS = (".conf", ".sh", ".properties", ".txt")
 
 
 @dataclass
@@ -57,34 +65,21 @@ def _dig(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return node
 
 
-def _spark_memory(memory: str | None, overhead: str | None, factor: float) -> str | None:
-    """Spark's pod memory: the JVM memory plus max(384Mi, factor × memory), unless given."""
-    if not memory:
-        return None
-    units = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-    match = re.fullmatch(r"(\d+)([kmgt]?)b?", memory.strip().lower())
-    if not match:
-        return None
-    mib = int(match.group(1)) * units.get(match.group(2) or "m", 1)
-    if overhead:
-        extra = re.fullmatch(r"(\d+)([kmgt]?)b?", overhead.strip().lower())
-        extra_mib = int(extra.group(1)) * units.get(extra.group(2) or "m", 1) if extra else 0
-    else:
-        extra_mib = max(384, math.floor(mib * factor))
-    return f"{int(mib + extra_mib)}Mi"
-
-
 def _spark_role_pod(name: str, role: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     factor = float(spec.get("memoryOverheadFactor") or (0.4 if spec.get("type") in ("Python", "R") else 0.1))
     requests: dict[str, str] = {}
     cores = role.get("coreRequest") or role.get("cores")
     if cores:
         requests["cpu"] = str(cores)
-    memory = _spark_memory(role.get("memory"), role.get("memoryOverhead"), factor)
+    memory = sparkconf.pod_memory(role.get("memory"), role.get("memoryOverhead"), factor)
     if memory:
         requests["memory"] = memory
     return {
-        "metadata": {"name": name, "labels": dict(role.get("labels") or {}), "annotations": dict(role.get("annotations") or {})},
+        "metadata": {
+            "name": name,
+            "labels": dict(role.get("labels") or {}),
+            "annotations": dict(role.get("annotations") or {}),
+        },
         "spec": {"containers": [{"name": "spark", "resources": {"requests": requests}}]},
     }
 
@@ -118,78 +113,100 @@ def subjects_of(document: Mapping[str, Any], where: str) -> Iterator[Subject]:
             yield Subject(f"{where} SparkApplication/{name} {role}", pod)
 
 
-def subjects_of_spark_conf(text: str, where: str) -> Iterator[Subject]:
-    """spark-submit `--conf k=v` options (one file may hold a whole command line)."""
-    conf: dict[str, str] = {}
+def subjects_of_spark_conf(conf: sparkconf.SparkConf, where: str) -> Iterator[Subject]:
+    """The driver and executor pods spark-submit makes of `spark.kubernetes.{driver,executor}.*` settings."""
     roles: dict[str, dict[str, Any]] = {}
-    for token in shlex.split(text, comments=True):
-        key, sep, value = token.partition("=")
-        if sep and key.startswith("spark."):
-            conf[key] = value
-        match = SPARK_CONF.match(token)
+    for setting in conf.settings:
+        match = sparkconf.ROLE_METADATA.match(setting.key)
         if match:
-            role, kind, name, value = match.groups()
-            pod = roles.setdefault(role, {"metadata": {"name": role, "labels": {"spark-app-selector": where}, "annotations": {}}})
-            pod["metadata"]["annotations" if kind == "annotation" else "labels"][name] = value
+            role, kind, name = match.groups()
+            pod = roles.setdefault(
+                role, {"metadata": {"name": role, "labels": {"spark-app-selector": where}, "annotations": {}}}
+            )
+            pod["metadata"]["annotations" if kind == "annotation" else "labels"][name] = setting.value
     for role, pod in roles.items():
-        sized = _spark_role_pod(role, {"cores": conf.get(f"spark.{role}.cores"), "memory": conf.get(f"spark.{role}.memory"),
-                                       "memoryOverhead": conf.get(f"spark.{role}.memoryOverhead")},
-                                {"memoryOverheadFactor": conf.get("spark.kubernetes.memoryOverheadFactor")})
+        cores = conf.get(f"spark.kubernetes.{role}.request.cores") or conf.get(f"spark.{role}.cores")
+        sized = _spark_role_pod(
+            role,
+            {
+                "cores": cores,
+                "memory": conf.get(f"spark.{role}.memory"),
+                "memoryOverhead": conf.get(f"spark.{role}.memoryOverhead"),
+            },
+            {
+                "memoryOverheadFactor": conf.get(f"spark.{role}.memoryOverheadFactor")
+                or conf.get("spark.kubernetes.memoryOverheadFactor")
+            },
+        )
         pod["spec"] = sized["spec"]
         yield Subject(f"{where} spark-submit {role}", pod)
 
 
-def load_subjects(path: Path) -> list[Subject]:
+def load_subjects(path: Path) -> tuple[list[Subject], list[tuple[str, str]], queuefiles.QueueCheck]:
+    """The pods a file describes, the problems found in reading it ((where, message) each), and its
+    queue configurations checked."""
     text = path.read_text()
-    if path.suffix in (".conf", ".sh", ".properties", ".txt"):
-        return list(subjects_of_spark_conf(text, str(path)))
-    subjects = []
-    for index, document in enumerate(yaml.safe_load_all(text)):
+    if path.suffix in SPARK_SETTINGS:
+        conf = sparkconf.read(text, path.suffix)
+        problems = [(f"{path}:{line}", message) for line, message in sorted(conf.problems)]
+        return list(subjects_of_spark_conf(conf, str(path))), problems, queuefiles.QueueCheck()
+    subjects: list[Subject] = []
+    documents = list(yaml.safe_load_all(text))
+    for index, document in enumerate(documents):
         if isinstance(document, Mapping):
             subjects += subjects_of(document, f"{path}#{index}")
-    return subjects
+    return subjects, [], queuefiles.check(documents, text, str(path))
 
 
 def check(subjects: list[Subject], limits: Limits) -> None:
     """Record each subject's findings: the webhook's errors, and members larger than their group."""
-    groups_by_app: dict[str | None, Any] = {}
+    by_app: dict[str | None, list[Subject]] = defaultdict(list)
     for subject in subjects:
         problem = problems_of(subject.pod, limits)
         if problem:
             subject.findings.append(("error", problem))
-        if keys.TASK_GROUPS in p.annotations(subject.pod):
-            try:
-                groups_by_app[p.app_id(subject.pod)] = parse_gang(p.annotations(subject.pod), limits)
-            except InvalidGang:
-                pass
-    for subject in subjects:
-        group_name = p.task_group_name(subject.pod)
-        spec = groups_by_app.get(p.app_id(subject.pod))
-        if not is_gang_pod(subject.pod) or group_name is None or spec is None:
-            continue
-        if spec.group(group_name) is None and keys.TASK_GROUPS not in p.annotations(subject.pod):
+        by_app[p.app_id(subject.pod)].append(subject)
+    for app_id, members in by_app.items():
+        spec = Application.of(p.AppKey("", app_id or ""), [s.pod for s in members], limits=limits).spec
+        for subject in members:
+            _check_member(subject, spec)
+
+
+def _check_member(subject: Subject, spec: GangSpec | None) -> None:
+    group_name = p.task_group_name(subject.pod)
+    if not is_gang_pod(subject.pod) or group_name is None or spec is None:
+        return
+    group = spec.group(group_name)
+    if group is None:
+        if not p.carries_task_groups(subject.pod):
             names = ", ".join(g.name for g in spec.groups)
-            subject.findings.append(("error", f'{keys.TASK_GROUP_NAME}: "{group_name}" is not a task group of this application (groups: {names})'))
-            continue
-        if spec.group(group_name) is None:
-            continue
-        needed = pod_requests(subject.pod.get("spec") or {})
-        room: dict[str, Decimal] = quantities(spec.group(group_name).min_resource)
-        short = shortfalls(needed, room)
-        if short:
-            detail = ", ".join(f"{n} {format_quantity(a)} > {format_quantity(b)}" for n, a, b in short)
             subject.findings.append(
-                ("warning", f"requests more than task group {group_name}'s minResource ({detail}): it will not fit its "
-                            "placeholder's room and will be scheduled normally (include Spark's memory overhead in minResource)")
+                (
+                    "error",
+                    f'{keys.TASK_GROUP_NAME}: "{group_name}" is not a task group of this application (groups: {names})',
+                )
             )
+        return
+    short = shortfalls(pod_requests(subject.pod.get("spec") or {}), quantities(group.min_resource))
+    if short:
+        detail = ", ".join(f"{n} {format_quantity(a)} > {format_quantity(b)}" for n, a, b in short)
+        subject.findings.append(
+            (
+                "warning",
+                f"requests more than task group {group_name}'s minResource ({detail}): it will not fit its "
+                "placeholder's room and will be scheduled normally (include Spark's memory overhead in minResource)",
+            )
+        )
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "validate",
         help="check manifests' gang annotations offline",
         description="Check the gang annotations of every pod the given manifests create (Pods, workload "
-        "templates, SparkApplications, spark-submit --conf files). Exit 1 on any error (or warning, with --strict).",
+        "templates, SparkApplications, spark-submit properties files, scripts and --conf files), and queue "
+        "configurations (YuniKorn's queues.yaml, a ConfigMap holding one, Volcano Queues). Lines that "
+        "spark-submit would misread are errors. Exit 1 on any error (or warning, with --strict).",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
@@ -200,24 +217,36 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 def run(args: argparse.Namespace) -> int:
     limits = Limits()
     subjects: list[Subject] = []
-    unreadable: list[tuple[str, str]] = []
+    unreadable: list[tuple[str, str]] = []  # (where, message): files and lines that cannot be used
+    queues = queuefiles.QueueCheck()
     for path in args.files:
         try:
-            subjects += load_subjects(path)
+            found, problems, queue_check = load_subjects(path)
         except (OSError, yaml.YAMLError, ValueError) as error:
             unreadable.append((str(path), f"cannot read: {error}"))
+            continue
+        except RecursionError:
+            unreadable.append((str(path), "cannot read: nested too deeply"))
+            continue
+        subjects += found
+        unreadable += problems + queue_check.errors
+        queues.configurations += queue_check.configurations
+        queues.queues += queue_check.queues
+        queues.warnings += queue_check.warnings
     check(subjects, limits)
     gang = [s for s in subjects if is_gang_pod(s.pod)]
     errors = len(unreadable) + sum(1 for s in subjects for level, _ in s.findings if level == "error")
-    warnings = sum(1 for s in subjects for level, _ in s.findings if level == "warning")
+    warnings = len(queues.warnings) + sum(1 for s in subjects for level, _ in s.findings if level == "warning")
     if args.output == "json":
         json.dump(
             {
                 "files": [str(f) for f in args.files],
                 "gang_pods": len(gang),
+                "queues": queues.queues,
                 "errors": errors,
                 "warnings": warnings,
                 "findings": [{"where": w, "level": "error", "message": m} for w, m in unreadable]
+                + [{"where": w, "level": "warning", "message": m} for w, m in queues.warnings]
                 + [{"where": s.where, "level": lv, "message": m} for s in subjects for lv, m in s.findings],
             },
             sys.stdout,
@@ -227,9 +256,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         for where, message in unreadable:
             print(f"{where}: error: {message}")
+        for where, message in queues.warnings:
+            print(f"{where}: warning: {message}")
         for subject in subjects:
             for level, message in subject.findings:
                 print(f"{subject.where}: {level}: {message}")
         verdict = "FAIL" if errors or (args.strict and warnings) else "ok"
-        print(f"{verdict}: {len(args.files)} file(s), {len(gang)} gang pod(s), {errors} error(s), {warnings} warning(s)")
+        counted = f", {queues.queues} queue(s)" if queues.configurations else ""
+        print(
+            f"{verdict}: {len(args.files)} file(s), {len(gang)} gang pod(s), {errors} error(s), {warnings} warning(s)"
+            + counted
+        )
     return 1 if errors or (args.strict and warnings) else 0

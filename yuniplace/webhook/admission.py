@@ -2,60 +2,85 @@
 without a server.
 
 The apiserver only calls the webhook for pods with gang annotations (the chart's matchConditions),
-but the decisions check it again: a pod that is not a gang pod is always allowed, untouched.
+but the decisions check it again: a pod that is not a gang pod is always allowed, untouched. The
+mutating webhook sees creations; the validating one sees updates too, because the annotations
+yuniplace reads can be edited on a running pod (`kubectl annotate`).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import Dialect, dialect_of, gang_annotations
-from yuniplace.gang.taskgroups import DNS1123_LABEL, InvalidGang, Limits, check_member, parse_gang, parse_policy
+from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import POD_GROUP_APIS, dialect_of, own_problems
+from yuniplace.gang.taskgroups import (
+    DNS1123_LABEL,
+    InvalidGang,
+    Limits,
+    check_member,
+    parse_policy,
+)
 
 YUNIKORN_SCHEDULER = "yunikorn"
 DEFAULT_SCHEDULER = p.DEFAULT_SCHEDULER
 
 
-def _response(review: Mapping[str, Any], *, allowed: bool = True, message: str = "", patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _response(
+    review: Mapping[str, Any], *, allowed: bool = True, message: str = "", patch: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     answer: dict[str, Any] = {"uid": review.get("request", {}).get("uid", ""), "allowed": allowed}
     if message:
-        answer["status"] = {"code": 200 if allowed else 400, "reason": "Invalid" if not allowed else "", "message": message}
+        answer["status"] = {
+            "code": 200 if allowed else 400,
+            "reason": "Invalid" if not allowed else "",
+            "message": message,
+        }
     if patch:
         answer["patchType"] = "JSONPatch"
         answer["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": answer}
 
 
-def _pod(review: Mapping[str, Any]) -> dict[str, Any] | None:
+def _pod(
+    review: Mapping[str, Any], field: str = "object", operations: tuple[str, ...] = ("CREATE",)
+) -> dict[str, Any] | None:
     request = review.get("request") or {}
-    if request.get("kind", {}).get("kind") != "Pod" or request.get("operation") != "CREATE":
+    if request.get("kind", {}).get("kind") != "Pod" or request.get("operation") not in operations:
         return None
-    pod = request.get("object")
+    pod = request.get(field)
     return pod if isinstance(pod, dict) else None
 
 
 def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> bool:
     """A pod yuniplace must hold back: a real pod of a gang in any dialect it reads (YuniKorn's task
-    groups or task-group name, Coscheduling labels, Koordinator annotations, a PodGroup label), meant
-    for a scheduler yuniplace works with (a pod for YuniKorn's own scheduler is YuniKorn's business)."""
+    groups or task-group name, Coscheduling labels, Koordinator annotations, a PodGroup label,
+    Volcano's group-name annotation), meant for a scheduler yuniplace works with (a pod for YuniKorn's
+    or Volcano's own scheduler is that scheduler's business)."""
     if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
     return dialect_of(pod) is not None
 
 
-def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False,
-           schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> dict[str, Any]:
+def mutate(
+    review: Mapping[str, Any],
+    *,
+    rewrite_scheduler_name: bool | Callable[[], bool] = False,
+    schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
+) -> dict[str, Any]:
+    """Gate a gang pod; rewrite `schedulerName: yunikorn` when asked (a callable is asked only for
+    such pods, since asking may cost an API call)."""
     pod = _pod(review)
     if pod is None:
         return _response(review)
     spec = pod.get("spec") or {}
     patch: list[dict[str, Any]] = []
-    if rewrite_scheduler_name and spec.get("schedulerName") == YUNIKORN_SCHEDULER:
+    names_yunikorn = spec.get("schedulerName") == YUNIKORN_SCHEDULER
+    if names_yunikorn and (rewrite_scheduler_name() if callable(rewrite_scheduler_name) else rewrite_scheduler_name):
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
         pod = {**pod, "spec": {**spec, "schedulerName": DEFAULT_SCHEDULER}}
     # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
@@ -68,34 +93,51 @@ def mutate(review: Mapping[str, Any], *, rewrite_scheduler_name: bool = False,
     return _response(review, patch=patch)
 
 
-def problems_of(pod: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> str | None:
+def problems_of(
+    pod: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS
+) -> str | None:
     """Why the pod's gang annotations cannot be used, or None when they can (or it has none)."""
     if not is_gang_pod(pod, schedulers):
         return None
-    if dialect_of(pod) == Dialect.POD_GROUP:
-        return None  # its PodGroup may be created after it; the controller reports a missing one
+    dialect = dialect_of(pod)
+    if dialect in POD_GROUP_APIS:
+        # Its PodGroup may be created after it, and the controller reports a missing one: only what
+        # the pod says itself is checked here.
+        problems = own_problems(pod, dialect, limits)
+        return str(InvalidGang(problems)) if problems else None
+    # The pod as the application it would be on its own: what the controller will read of it.
+    app = Application.of(p.AppKey("", ""), [dict(pod)], limits=limits)
+    if app.problem is not None:
+        return str(app.problem)
+    group = p.task_group_name(pod)
     try:
-        notes = gang_annotations(pod)
-    except InvalidGang as error:
-        return str(error)
-    group = notes.get(keys.TASK_GROUP_NAME)
-    try:
-        if keys.TASK_GROUPS in notes:
-            spec = parse_gang(notes, limits)
+        if app.spec is not None:
             if group is not None:
-                check_member(spec, group)
+                check_member(app.spec, group)
         else:
-            parse_policy(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
+            parse_policy(p.annotations_of(pod).get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
     except InvalidGang as error:
         return str(error)
     if group is not None and (len(group) > 63 or not DNS1123_LABEL.match(group)):
-        return f'{keys.TASK_GROUP_NAME}: "{group}" must be a DNS-1123 label (lower-case letters, digits, \'-\'; at most 63)'
+        return (
+            f'{keys.TASK_GROUP_NAME}: "{group}" must be a DNS-1123 label '
+            "(lower-case letters, digits, '-'; at most 63)"
+        )
     return None
 
 
-def validate(review: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> dict[str, Any]:
-    pod = _pod(review)
+def validate(
+    review: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS
+) -> dict[str, Any]:
+    """Deny a gang pod created with annotations yuniplace cannot use, or updated into having them. An
+    update that leaves an old problem as it was is let through: the pod exists either way, and
+    refusing every edit of it (its labels, say) would help nobody; the controller reports it."""
+    pod = _pod(review, operations=("CREATE", "UPDATE"))
     problem = None if pod is None else problems_of(pod, limits, schedulers)
+    if problem is not None and review.get("request", {}).get("operation") == "UPDATE":
+        old = _pod(review, "oldObject", ("UPDATE",))
+        if old is None or problems_of(old, limits, schedulers) == problem:
+            problem = None
     if problem is None:
         return _response(review)
     name = (pod or {}).get("metadata", {}).get("name") or (pod or {}).get("metadata", {}).get("generateName", "") + "…"

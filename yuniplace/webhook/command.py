@@ -12,31 +12,61 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from yuniplace import httpserver, logs
-from yuniplace.cliargs import add_common_arguments, add_limit_arguments, limits_from, schedulers_from
+from yuniplace.cliargs import (
+    add_common_arguments,
+    add_limit_arguments,
+    limits_from,
+    schedulers_from,
+)
 from yuniplace.gang.taskgroups import Limits
+from yuniplace.kube import KubeClient
 from yuniplace.webhook import server
+from yuniplace.webhook.rewrite import Mode, SchedulerNameRewrite
 
 log = logging.getLogger(__name__)
 
 
 def add_webhook_arguments(group: Any, *, required: bool) -> None:
-    group.add_argument("--webhook-address", required=required, metavar="HOST:PORT",
-                       help="serve /mutate and /validate over HTTPS here" + ("" if required else " (default: no webhook)"))
+    group.add_argument(
+        "--webhook-address",
+        required=required,
+        metavar="HOST:PORT",
+        help="serve /mutate and /validate over HTTPS here" + ("" if required else " (default: no webhook)"),
+    )
     group.add_argument("--tls-cert-file", metavar="PATH", help="serving certificate (PEM), re-read when it changes")
     group.add_argument("--tls-key-file", metavar="PATH", help="its private key (PEM)")
-    group.add_argument("--rewrite-scheduler-name", action="store_true",
-                       help="rewrite schedulerName: yunikorn to the default scheduler (drop-in for YuniKorn users)")
+    group.add_argument(
+        "--rewrite-scheduler-name",
+        nargs="?",
+        const=Mode.ALWAYS.value,
+        default=Mode.AUTO.value,
+        choices=[m.value for m in Mode],
+        metavar="auto|always|never",
+        help="rewrite schedulerName: yunikorn to the default scheduler, so that pods written for YuniKorn "
+        "(spark.kubernetes.scheduler.name=yunikorn) are gang-scheduled by yuniplace: auto (default) while "
+        "no YuniKorn scheduler runs in the cluster, always (the flag alone), or never",
+    )
 
 
-def start_webhook(args: argparse.Namespace, limits: Limits) -> ThreadingHTTPServer:
+def start_webhook(args: argparse.Namespace, limits: Limits, client: KubeClient | None) -> ThreadingHTTPServer:
+    """`client` lets `--rewrite-scheduler-name=auto` ask whether YuniKorn runs (None: never rewrite in auto)."""
     if not args.tls_cert_file or not args.tls_key_file:
-        raise SystemExit("yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file (the apiserver only calls webhooks over HTTPS)")
-    return server.serve(args.webhook_address, args.tls_cert_file, args.tls_key_file,
-                        rewrite_scheduler_name=args.rewrite_scheduler_name, limits=limits,
-                        schedulers=schedulers_from(args))
+        raise SystemExit(
+            "yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file "
+            "(the apiserver only calls webhooks over HTTPS)"
+        )
+    rewrite = SchedulerNameRewrite(Mode(args.rewrite_scheduler_name), client)
+    return server.serve(
+        args.webhook_address,
+        args.tls_cert_file,
+        args.tls_key_file,
+        rewrite=rewrite,
+        limits=limits,
+        schedulers=schedulers_from(args),
+    )
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "webhook",
         help="run the admission webhook alone",
@@ -44,14 +74,28 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         "Validating: deny pods whose gang annotations are invalid, naming the field and the value.",
     )
     add_webhook_arguments(parser, required=True)
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file, to see whether YuniKorn runs for --rewrite-scheduler-name=auto "
+        "(default: $KUBECONFIG, ~/.kube/config, or in-cluster)",
+    )
     add_limit_arguments(parser)
     add_common_arguments(parser)
     parser.set_defaults(run=run)
 
 
+def _client(kubeconfig: str | None) -> KubeClient | None:
+    """A client when one can be configured; the webhook serves without it, rewriting only as told."""
+    try:
+        return KubeClient.from_kubeconfig(kubeconfig)
+    except Exception as error:  # noqa: BLE001 - the kubernetes config loader raises several kinds
+        log.warning("no Kubernetes client (%s): --rewrite-scheduler-name=auto rewrites nothing", error)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, args.log_format)
-    webhook = start_webhook(args, limits_from(args))
+    webhook = start_webhook(args, limits_from(args), _client(args.kubeconfig))
     health = httpserver.serve(args.http_address, CollectorRegistry(), ready=lambda: True)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

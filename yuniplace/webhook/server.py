@@ -15,11 +15,18 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from yuniplace import boundedjson
+from yuniplace.gang.pods import DEFAULT_SCHEDULERS
+from yuniplace.gang.taskgroups import Limits
 from yuniplace.webhook import admission
+from yuniplace.webhook.rewrite import SchedulerNameRewrite
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# A pod's own nesting (affinity terms inside a task group inside an annotation is a string, not
+# nesting) stays far below this.
+MAX_BODY_DEPTH = 64
 Decide = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
@@ -72,20 +79,31 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.do_handshake()
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
+        """Every request gets an HTTP answer: 400 for anything malformed, so a client (or a prober)
+        learns what was wrong instead of a dropped connection."""
         decide = self.server.routes.get(self.path.split("?", 1)[0])
         if decide is None:
             self._reply(404, {"error": f"no webhook at {self.path}"})
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length <= 0 or length > MAX_BODY_BYTES:
-            self._reply(400, {"error": "an AdmissionReview body is required"})
+        length_header = self.headers.get("Content-Length") or ""
+        if not (length_header.isascii() and length_header.isdigit()) or not 0 < int(length_header) <= MAX_BODY_BYTES:
+            self._reply(
+                400,
+                {"error": f"a Content-Length from 1 to {MAX_BODY_BYTES} bytes is required, not {length_header[:20]!r}"},
+            )
             return
         try:
-            review = json.loads(self.rfile.read(length))
+            review = boundedjson.loads(self.rfile.read(int(length_header)), max_depth=MAX_BODY_DEPTH)
+            if not isinstance(review, dict):
+                raise ValueError("the body is not a JSON object")
             answer = decide(review)
-        except (ValueError, AttributeError, TypeError) as error:
+        except (ValueError, AttributeError, TypeError, KeyError) as error:
             self._reply(400, {"error": f"malformed AdmissionReview: {error}"})
+            return
+        except Exception:
+            log.exception("webhook %s failed", self.path)
+            self._reply(500, {"error": "the webhook failed to decide; see its log"})
             return
         self._reply(200, answer)
 
@@ -101,13 +119,21 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("webhook %s", format % args)
 
 
-def serve(address: str, cert_file: str, key_file: str, *, rewrite_scheduler_name: bool = False,
-          limits: admission.Limits = admission.Limits(), schedulers: frozenset[str] = admission.p.DEFAULT_SCHEDULERS,
-          ) -> ThreadingHTTPServer:
+def serve(
+    address: str,
+    cert_file: str,
+    key_file: str,
+    *,
+    rewrite: SchedulerNameRewrite,
+    limits: Limits = Limits(),
+    schedulers: frozenset[str] = DEFAULT_SCHEDULERS,
+) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one)."""
     host, _, port = address.rpartition(":")
     routes: dict[str, Decide] = {
-        "/mutate": lambda review: admission.mutate(review, rewrite_scheduler_name=rewrite_scheduler_name, schedulers=schedulers),
+        "/mutate": lambda review: admission.mutate(
+            review, rewrite_scheduler_name=rewrite.wanted, schedulers=schedulers
+        ),
         "/validate": lambda review: admission.validate(review, limits, schedulers),
     }
     server = _Server((host or "0.0.0.0", int(port)), ReloadingContext(cert_file, key_file), routes)

@@ -1,0 +1,138 @@
+"""`yuniplace status --queues`: what each queue is guaranteed, may use, uses, borrows and lends, who waits
+in it, and each node pool. Read from the cluster once (nodes, pods, the queue configuration) and
+counted by the controller's own admission code, so it shows what admission decides on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from yuniplace.controller.admission import Admission
+from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.controller.queuesource import QueueSource
+from yuniplace.controller.store import PodStore
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import POD_GROUP_APIS, pod_group_dialect
+from yuniplace.gang.taskgroups import Limits
+from yuniplace.kube import KubeClient, NotFound
+from yuniplace.kube.discovery import served_resources
+from yuniplace.queues.report import QueuesReport, as_json, quantities
+
+NO_CONFIGURATION = (
+    "No queue configuration: applications wait first in first out in a queue per name. Name a queues "
+    "ConfigMap with --queues-configmap NAMESPACE/NAME (as the controller's flag does), or create Volcano Queues."
+)
+
+
+def _items(client: KubeClient, path: str) -> list[dict[str, Any]]:
+    try:
+        return list(client.get(path)["items"])
+    except NotFound:
+        return []
+
+
+def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[QueuesReport | None, QueueSource]:
+    """The report of one admission cycle over the cluster as it is now; None without a configuration."""
+    source = QueueSource(configmap)
+    if configmap is not None:
+        namespace, name = configmap
+        try:
+            source.configmap_changed(client.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}"))
+        except NotFound:
+            source.configmap_changed(None)
+        source.namespaces_changed(_items(client, "/api/v1/namespaces"))
+    if "queues" in (served_resources(client, keys.VOLCANO_API, "Volcano Queues") or ()):
+        source.volcano_queues_changed(_items(client, f"{keys.VOLCANO_API}/queues"))
+    if source.config().empty:
+        return None, source
+    pods = _items(client, "/api/v1/pods")
+    room = ClusterRoom()
+    room.nodes_listed(_items(client, "/api/v1/nodes"))
+    room.pods_listed(pods)
+    store = PodStore()
+    store.replace(pods)
+    pod_groups = {
+        dialect: {
+            p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g for g in _items(client, f"{api}/podgroups")
+        }
+        for dialect, api in POD_GROUP_APIS.items()
+        if served_resources(client, api, "PodGroups") is not None
+    }
+
+    def pod_group_of(key: p.AppKey) -> Mapping[str, object] | None:
+        dialect = pod_group_dialect(store.app_pods(key))
+        return None if dialect is None else pod_groups.get(dialect, {}).get(key)
+
+    admission = Admission(room, store, Limits(), pod_group_of, lambda _key: None, queues=source)
+    admission.decide_now()
+    return admission.report(), source
+
+
+def _amounts(amounts: Mapping[str, int] | None, none: str = "-") -> str:
+    shown = quantities(amounts)
+    if shown is None:
+        return none
+    return ",".join(f"{name}={value}" for name, value in shown.items()) or "-"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in lines)
+
+
+def queues_table(report: QueuesReport) -> str:
+    text = _table(
+        ("QUEUE", "GUARANTEED", "MAX", "USED", "BORROWED", "LENT", "WAITING"),
+        [
+            (
+                row.path,
+                _amounts(row.guaranteed),
+                _amounts(row.max, "no limit"),
+                _amounts(row.used),
+                _amounts(row.borrowed),
+                _amounts(row.lent),
+                str(row.waiting) + (f" ({', '.join(row.waiting_applications)})" if row.waiting_applications else ""),
+            )
+            for row in report.queues
+        ],
+    )
+    if report.pools:
+        text += "\n\n" + _table(
+            ("POOL", "QUEUE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "SHARED", "SHARING"),
+            [
+                (
+                    ",".join(f"{k}={v}" for k, v in sorted(pool.selector.items())),
+                    pool.queue,
+                    str(pool.nodes),
+                    _amounts(pool.capacity),
+                    _amounts(pool.allocatable),
+                    _amounts(pool.used),
+                    _amounts(pool.shared),
+                    "on" if pool.sharing else "off",
+                )
+                for pool in report.pools
+            ],
+        )
+    return text
+
+
+def run(client: KubeClient, configmap: tuple[str, str] | None, output: str) -> int:
+    report, source = read_queues(client, configmap)
+    if source.refused is not None:
+        print(f"queue configuration {source.refused}", file=sys.stderr)
+    if report is None:
+        if output == "json":
+            json.dump({"queues": [], "pools": []}, sys.stdout, indent=2)
+            print()
+        print(NO_CONFIGURATION, file=sys.stderr)
+        return 1 if source.refused else 0
+    if output == "json":
+        json.dump(as_json(report), sys.stdout, indent=2)
+        print()
+    else:
+        print(queues_table(report))
+    return 0
