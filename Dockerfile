@@ -2,14 +2,19 @@
 # `validate`, `status`). The Helm chart in charts/yuniplace runs `yuniplace controller`.
 #
 #   docker build -t ghcr.io/yuniplace/yuniplace:0.1.0 .
-FROM python:3.11-slim
+#
+# BASE is any image with Python 3.11+ whose `pip` installs onto PATH. Without a registry,
+# scripts/kind-image builds one from Debian's python3 and passes it as --build-arg BASE=...
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
+ARG BASE
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="yuniplace" \
       org.opencontainers.image.description="Gang scheduling beside the stock kube-scheduler: YuniKorn-style task groups, placeholder reservations and all-or-nothing starts" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.base.name="docker.io/library/python:3.11-slim"
+      org.opencontainers.image.base.name="${BASE}"
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -33,3 +33,11 @@ def test_service_account_keys_are_a_matching_pair(tmp_path: Path) -> None:
     public = serialization.load_pem_public_key(pair.cert.read_bytes())
     assert isinstance(private, ec.EllipticCurvePrivateKey)
     assert private.public_key().public_numbers() == public.public_numbers()  # type: ignore[union-attr]
+
+
+def test_private_keys_are_sec1_pem_which_java_clients_read(tmp_path: Path) -> None:
+    """fabric8 (spark-submit's Kubernetes client) picks the key type from the PEM header: a PKCS #8
+    EC key is read as RSA and refused."""
+    ca = CertificateAuthority(tmp_path, "test-ca")
+    for path in (ca.pair.key, ca.issue("admin", "kubernetes-admin").key, write_service_account_keys(tmp_path).key):
+        assert path.read_text().startswith("-----BEGIN EC PRIVATE KEY-----\n"), path

@@ -17,7 +17,12 @@ from typing import Any
 from yuniplace.bench import controlplane, report, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
-from yuniplace.localcluster.build import BuildError, ensure_yunikorn, module_dir, pinned_versions
+from yuniplace.localcluster.build import (
+    BuildError,
+    ensure_yunikorn,
+    module_dir,
+    pinned_versions,
+)
 from yuniplace.localcluster.cluster import ClusterError
 
 SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost")
@@ -50,15 +55,30 @@ def parser() -> argparse.ArgumentParser:
         "yuniplace, each beside plain kube-scheduler binding the same pods in the same run.",
     )
     root.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes")
-    root.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)")
-    root.add_argument("--cold-build", action="store_true",
-                      help="also time a build with empty Go caches (downloads and compiles everything: minutes)")
+    root.add_argument(
+        "--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)"
+    )
+    root.add_argument(
+        "--cold-build",
+        action="store_true",
+        help="also time a build with empty Go caches (downloads and compiles everything: minutes)",
+    )
     root.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
-    root.add_argument("--controller-arg", action="append", default=[], metavar="ARG",
-                      help="extra argument for `yuniplace controller`, e.g. --controller-arg=--swap-nomination=always")
+    root.add_argument(
+        "--controller-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for `yuniplace controller`, e.g. --controller-arg=--swap-nomination=always",
+    )
     peer = root.add_mutually_exclusive_group()
-    peer.add_argument("--yunikorn", dest="yunikorn", action="store_true", default=None,
-                      help="also measure Apache YuniKorn's scheduler in scenarios 1 and 2 (default: on, off with --quick)")
+    peer.add_argument(
+        "--yunikorn",
+        dest="yunikorn",
+        action="store_true",
+        default=None,
+        help="also measure Apache YuniKorn's scheduler in scenarios 1 and 2 (default: on, off with --quick)",
+    )
     peer.add_argument("--no-yunikorn", dest="yunikorn", action="store_false")
     return root
 
@@ -75,8 +95,14 @@ class Results(list[dict[str, Any]]):
         self._path.write_text(json.dumps(self, indent=2))
 
 
-def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path, yunikorn: bool,
-            controller_args: Sequence[str] = ()) -> list[dict[str, Any]]:
+def run_all(
+    sizes: Sizes,
+    chosen: Sequence[str],
+    cold_build: bool,
+    out_dir: Path,
+    yunikorn: bool,
+    controller_args: Sequence[str] = (),
+) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -91,25 +117,37 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
     binaries = ensure_built(quiet=True)
     if {"gang-size", "arrivals", "cost"} & set(chosen):
         cluster = LocalCluster("bench")
-        cluster.up([NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)], binaries=binaries,
-                   timeout_s=max(90.0, sizes.nodes * 0.3))
+        cluster.up(
+            [NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)],
+            binaries=binaries,
+            timeout_s=max(90.0, sizes.nodes * 0.3),
+        )
         try:
-            with ControllerUnderTest(cluster, log_dir / "controller.log", ["--workers=8", *controller_args]) as controller:
+            with ControllerUnderTest(
+                cluster, log_dir / "controller.log", ["--workers=8", *controller_args]
+            ) as controller:
                 gang_rows: list[dict[str, Any]] = []
                 if "gang-size" in chosen or "cost" in chosen:
                     progress(f"1. gang sizes {sizes.gang_sizes} on {sizes.nodes} nodes, {sizes.repeats} repeat(s)")
                     gang_rows = scenarios.gang_sizes(cluster, controller, sizes.gang_sizes, sizes.repeats)
-                    results.append({"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows})
+                    results.append(
+                        {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}
+                    )
                 if "arrivals" in chosen:
                     progress(f"2. {sizes.apps} applications of {sizes.app_members} at {sizes.arrival_rate}/s")
-                    results.append({"scenario": "arrivals", **scenarios.steady_arrivals(
-                        cluster, sizes.apps, sizes.app_members, sizes.arrival_rate)})
+                    results.append(
+                        {
+                            "scenario": "arrivals",
+                            **scenarios.steady_arrivals(cluster, sizes.apps, sizes.app_members, sizes.arrival_rate),
+                        }
+                    )
             if yunikorn and {"gang-size", "arrivals"} & set(chosen):
                 progress("1-2. the same with Apache YuniKorn's scheduler")
                 binary = ensure_yunikorn()
                 with YuniKornScheduler(cluster, binary, log_dir / "yunikorn.log"):
-                    peer = scenarios.yunikorn_peer(cluster, sizes.gang_sizes, sizes.repeats, sizes.apps,
-                                                   sizes.app_members, sizes.arrival_rate)
+                    peer = scenarios.yunikorn_peer(
+                        cluster, sizes.gang_sizes, sizes.repeats, sizes.apps, sizes.app_members, sizes.arrival_rate
+                    )
                 for result in results:
                     if result["scenario"] == "gang-size":
                         for row in result["rows"]:
@@ -118,19 +156,29 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
                         result["yunikorn"] = peer["arrivals"]
             if "cost" in chosen:
                 # A fresh controller process, so its memory is that of the managed pods alone.
-                with ControllerUnderTest(cluster, log_dir / "controller-cost.log", ["--workers=8", *controller_args]) as controller:
+                with ControllerUnderTest(
+                    cluster, log_dir / "controller-cost.log", ["--workers=8", *controller_args]
+                ) as controller:
                     progress(f"4. memory while managing {sizes.managed_apps * sizes.managed_members} gang pods")
-                    managed = scenarios.managed_memory(cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members)
+                    managed = scenarios.managed_memory(
+                        cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members
+                    )
                     largest = gang_rows[-1]
-                    results.append({
-                        "scenario": "cost",
-                        "largest_gang": largest["members"],
-                        "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
-                        "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
-                        "pod_writes_per_member": round(statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2),
-                        "event_writes_per_member": round(statistics.median(r["event_writes_per_member"] for r in gang_rows), 2),
-                        "managed": managed,
-                    })
+                    results.append(
+                        {
+                            "scenario": "cost",
+                            "largest_gang": largest["members"],
+                            "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
+                            "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
+                            "pod_writes_per_member": round(
+                                statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2
+                            ),
+                            "event_writes_per_member": round(
+                                statistics.median(r["event_writes_per_member"] for r in gang_rows), 2
+                            ),
+                            "managed": managed,
+                        }
+                    )
         finally:
             cluster.down(quiet=True)
 
@@ -139,10 +187,16 @@ def run_all(sizes: Sizes, chosen: Sequence[str], cold_build: bool, out_dir: Path
         cluster.up([NodePool(count=sizes.contention_nodes, cpu="4", memory="16Gi", pods=110)], binaries=binaries)
         try:
             with ControllerUnderTest(cluster, log_dir / "controller-contention.log", list(controller_args)):
-                progress(f"3. contention: {sizes.contention_gangs} gangs of {sizes.contention_members}, "
-                         f"{sizes.contention_flood} flood pods, {sizes.contention_nodes} nodes of 4 CPU")
-                outcome = scenarios.contention(cluster, gangs=sizes.contention_gangs, members=sizes.contention_members,
-                                               flood=sizes.contention_flood)
+                progress(
+                    f"3. contention: {sizes.contention_gangs} gangs of {sizes.contention_members}, "
+                    f"{sizes.contention_flood} flood pods, {sizes.contention_nodes} nodes of 4 CPU"
+                )
+                outcome = scenarios.contention(
+                    cluster,
+                    gangs=sizes.contention_gangs,
+                    members=sizes.contention_members,
+                    flood=sizes.contention_flood,
+                )
                 results.append({"scenario": "contention", "nodes": sizes.contention_nodes, **outcome})
         finally:
             cluster.down(quiet=True)
@@ -153,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     sizes = QUICK if args.quick else FULL
     chosen = args.scenario or list(SCENARIOS)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("bench-results") / stamp
     environment = {
         "time": stamp,
@@ -165,8 +219,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "versions": pinned_versions(module_dir()),
     }
     try:
-        results = run_all(sizes, chosen, args.cold_build, out_dir,
-                          args.yunikorn if args.yunikorn is not None else not args.quick, args.controller_arg)
+        results = run_all(
+            sizes,
+            chosen,
+            args.cold_build,
+            out_dir,
+            args.yunikorn if args.yunikorn is not None else not args.quick,
+            args.controller_arg,
+        )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)
         return 1

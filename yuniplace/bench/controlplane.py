@@ -56,8 +56,11 @@ def run(*, nodes: int, pods: int, cold_build: bool) -> dict[str, Any]:
 
     cluster = LocalCluster("bench-control-plane")
     try:
-        timings = cluster.up([NodePool(count=nodes, cpu="32", memory="256Gi", pods=110)], binaries=binaries,
-                             timeout_s=max(90.0, nodes * 0.3))
+        timings = cluster.up(
+            [NodePool(count=nodes, cpu="32", memory="256Gi", pods=110)],
+            binaries=binaries,
+            timeout_s=max(90.0, nodes * 0.3),
+        )
         result["cluster_start_s"] = timings["service accounts"]
         result["nodes_ready_s"] = timings["nodes"]
         client = cluster.client()
@@ -76,4 +79,3 @@ def run(*, nodes: int, pods: int, cold_build: bool) -> dict[str, Any]:
     finally:
         cluster.down(quiet=True)
     return result
-

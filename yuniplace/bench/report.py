@@ -10,7 +10,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -26,8 +26,12 @@ CONTROL_PLANE_ROWS = [
 
 
 def control_plane_table(result: dict[str, Any]) -> str:
-    lines = [f"### Control plane: {result['nodes']} kwok nodes, {result['pods']} plain pods", "",
-             "| Measure | Value |", "| --- | ---: |"]
+    lines = [
+        f"### Control plane: {result['nodes']} kwok nodes, {result['pods']} plain pods",
+        "",
+        "| Measure | Value |",
+        "| --- | ---: |",
+    ]
     lines += [f"| {label} | {result[key]} |" for key, label in CONTROL_PLANE_ROWS if key in result]
     per_component = ", ".join(f"{name} {mib}" for name, mib in result.get("peak_rss_mib", {}).items())
     if per_component:
@@ -44,15 +48,24 @@ def gang_size_table(result: dict[str, Any]) -> str:
         rule += " ---: | ---: |"
     header += " pod writes / member | event writes / member | controller CPU, s |"
     rule += " ---: | ---: | ---: |"
-    lines = [f"### 1. One gang of M members on {result['nodes']} kwok nodes (median of {result['repeats']})", "", header, rule]
+    lines = [
+        f"### 1. One gang of M members on {result['nodes']} kwok nodes (median of {result['repeats']})",
+        "",
+        header,
+        rule,
+    ]
     for row in result["rows"]:
         line = f"| {row['members']} | {row['baseline_s']} | {row['yuniplace_s']} | {row['ratio']} |"
         if peer:
             line += f" {row['yunikorn_s']} | {row['yuniplace_s'] / row['yunikorn_s']:.2f} |"
         line += f" {row['pod_writes_per_member']} | {row['event_writes_per_member']} | {row['controller_cpu_s']} |"
         lines.append(line)
-    lines += ["", "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated, "
-                  "with no controller involved" + ("; YuniKorn's scheduler schedules the same gang with its own annotations." if peer else ".")]
+    lines += [
+        "",
+        "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated, "
+        "with no controller involved"
+        + ("; YuniKorn's scheduler schedules the same gang with its own annotations." if peer else "."),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -102,8 +115,10 @@ def cost_table(result: dict[str, Any]) -> str:
         "| Measure | Value |",
         "| --- | ---: |",
         f"| Controller CPU per 1 000 gang pods, s | {result['cpu_s_per_1000']} |",
-        f"| Controller peak RSS during a {result['largest_gang']}-member gang, MiB | {result['peak_rss_mib_largest_gang']} |",
-        f"| API writes per gang member: pods (+ events) | {result['pod_writes_per_member']} (+ {result['event_writes_per_member']}) |",
+        f"| Controller peak RSS during a {result['largest_gang']}-member gang, MiB "
+        f"| {result['peak_rss_mib_largest_gang']} |",
+        f"| API writes per gang member: pods (+ events) "
+        f"| {result['pod_writes_per_member']} (+ {result['event_writes_per_member']}) |",
         f"| Controller peak RSS managing {result['managed']['managed_pods']} gang pods (+ their placeholders), MiB | "
         f"{result['managed']['peak_rss_mib']} |",
     ]
@@ -141,7 +156,10 @@ TABLES = {
 def write(out_dir: Path, results: list[dict[str, Any]], environment: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps({"environment": environment, "results": results}, indent=2))
-    sections = [f"Measured {environment['time']} on {environment['cpus']} CPUs; Kubernetes {environment['versions']['kubernetes']}.\n"]
+    sections = [
+        f"Measured {environment['time']} on {environment['cpus']} CPUs; "
+        f"Kubernetes {environment['versions']['kubernetes']}.\n"
+    ]
     sections += [TABLES[r["scenario"]](r) for r in results]
     for result in results:
         if result["scenario"] == "gang-size":

@@ -32,8 +32,9 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
-def time_to_bound(cluster: LocalCluster, namespace: str, pods: Pods, timeout_s: float,
-                  settle: Callable[[], None] | None = None) -> float:
+def time_to_bound(
+    cluster: LocalCluster, namespace: str, pods: Pods, timeout_s: float, settle: Callable[[], None] | None = None
+) -> float:
     """Seconds from the first pod's creation to the last one bound (all created at once). `settle`
     runs before the namespace is deleted (e.g. to let the controller post its last events)."""
     client = cluster.client()
@@ -50,7 +51,9 @@ def time_to_bound(cluster: LocalCluster, namespace: str, pods: Pods, timeout_s: 
         delete_namespace(cluster, namespace)
 
 
-def gang_sizes(cluster: LocalCluster, controller: ControllerUnderTest, sizes: Sequence[int], repeats: int) -> list[dict[str, Any]]:
+def gang_sizes(
+    cluster: LocalCluster, controller: ControllerUnderTest, sizes: Sequence[int], repeats: int
+) -> list[dict[str, Any]]:
     """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times."""
     rows = []
     for members in sizes:
@@ -63,19 +66,26 @@ def gang_sizes(cluster: LocalCluster, controller: ControllerUnderTest, sizes: Se
             swapped_before = controller.events_posted("PlaceholderSwapped")
             cpu_before = controller.cpu_seconds()
 
-            def settle() -> None:
+            def settle(expected: float = swapped_before + members) -> None:
                 # Member events are posted after the binding they report; count them in this run.
-                wait_until(lambda: controller.events_posted("PlaceholderSwapped") >= swapped_before + members, 120)
+                wait_until(lambda: controller.events_posted("PlaceholderSwapped") >= expected, 120)
 
             with controller.rss_sampler() as rss:
-                yuniplace.append(time_to_bound(cluster, f"gang-{members}-{attempt}", gang(f"gang-{members}-{attempt}", members),
-                                               timeout_s, settle))
+                yuniplace.append(
+                    time_to_bound(
+                        cluster,
+                        f"gang-{members}-{attempt}",
+                        gang(f"gang-{members}-{attempt}", members),
+                        timeout_s,
+                        settle,
+                    )
+                )
             cpu.append(controller.cpu_seconds() - cpu_before)
             peak_rss = max(peak_rss, rss.peak_total)
             after = controller.writes()
             delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
             writes.append((delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0)))
-        row = {
+        row: dict[str, Any] = {
             "members": members,
             "baseline_s": round(statistics.median(baseline), 2),
             "yuniplace_s": round(statistics.median(yuniplace), 2),
@@ -91,8 +101,15 @@ def gang_sizes(cluster: LocalCluster, controller: ControllerUnderTest, sizes: Se
     return rows
 
 
-def _arrivals(cluster: LocalCluster, namespace: str, apps: int, members: int, rate_per_s: float,
-              make: Callable[[str], Pods], timeout_s: float) -> dict[str, Any]:
+def _arrivals(
+    cluster: LocalCluster,
+    namespace: str,
+    apps: int,
+    members: int,
+    rate_per_s: float,
+    make: Callable[[str], Pods],
+    timeout_s: float,
+) -> dict[str, Any]:
     """Applications of `members` pods arriving at a steady rate; per-application start latency."""
     client = cluster.client()
     cluster.create_namespace(namespace)
@@ -128,28 +145,54 @@ def _arrivals(cluster: LocalCluster, namespace: str, apps: int, members: int, ra
 def steady_arrivals(cluster: LocalCluster, apps: int, members: int, rate_per_s: float) -> dict[str, Any]:
     """Scenario 2: `apps` applications of `members` arriving at `rate_per_s`, gang versus plain."""
     timeout_s = 60 + apps / rate_per_s * 3
-    baseline = _arrivals(cluster, "arrivals-base", apps, members, rate_per_s,
-                         lambda app: [member_pod(f"{app}-{i}") for i in range(members)], timeout_s)
-    yuniplace = _arrivals(cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s)
+    baseline = _arrivals(
+        cluster,
+        "arrivals-base",
+        apps,
+        members,
+        rate_per_s,
+        lambda app: [member_pod(f"{app}-{i}") for i in range(members)],
+        timeout_s,
+    )
+    yuniplace = _arrivals(
+        cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
+    )
     return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
 
 
-def yunikorn_peer(cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int,
-                  rate_per_s: float) -> dict[str, Any]:
+def yunikorn_peer(
+    cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int, rate_per_s: float
+) -> dict[str, Any]:
     """Scenarios 1 and 2 for Apache YuniKorn's own scheduler (it must be running): the same pods, with
     YuniKorn's annotations and scheduler name. Application ids are new for every run: YuniKorn
     folds pods into a recently finished application of the same id."""
     gang_s = {}
     for size in sizes:
-        runs = [time_to_bound(cluster, f"yk-gang-{size}-{attempt}", yunikorn_gang(f"yk-{size}-{attempt}", size), max(120.0, size * 0.5))
-                for attempt in range(repeats)]
+        runs = [
+            time_to_bound(
+                cluster,
+                f"yk-gang-{size}-{attempt}",
+                yunikorn_gang(f"yk-{size}-{attempt}", size),
+                max(120.0, size * 0.5),
+            )
+            for attempt in range(repeats)
+        ]
         gang_s[size] = round(statistics.median(runs), 2)
-    arrivals = _arrivals(cluster, "arrivals-yk", apps, members, rate_per_s, lambda app: yunikorn_gang(app, members),
-                         60 + apps / rate_per_s * 3)
+    arrivals = _arrivals(
+        cluster,
+        "arrivals-yk",
+        apps,
+        members,
+        rate_per_s,
+        lambda app: yunikorn_gang(app, members),
+        60 + apps / rate_per_s * 3,
+    )
     return {"gang_s": gang_s, "arrivals": arrivals}
 
 
-def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, cpu_per_pod: str = "1") -> dict[str, Any]:
+def contention(
+    cluster: LocalCluster, *, gangs: int, members: int, flood: int, cpu_per_pod: str = "1"
+) -> dict[str, Any]:
     """Scenario 3: gangs swapping in while a flood of ordinary pods of the same priority competes for
     the same nodes. Every pod fits in the end, so any member not bound is stuck."""
     client = cluster.client()
@@ -163,7 +206,7 @@ def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, c
             # Interleaved: flood pods keep arriving (and retrying) while the gangs reserve and swap.
             batches = [flood_pods[i::gangs] for i in range(gangs)]
             futures = []
-            for pods, flood_batch in zip(gang_pods, batches):
+            for pods, flood_batch in zip(gang_pods, batches, strict=True):
                 futures.append(pool.submit(create_pods, client, namespace, pods))
                 futures.append(pool.submit(create_pods, client, namespace, flood_batch))
             for future in futures:
@@ -174,10 +217,20 @@ def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, c
                 timeline.wait_bound(members_all + [p["metadata"]["name"] for p in flood_pods], 300)
             except TimeoutError:
                 stuck = sum(1 for name in members_all if name not in timeline.bound_at)
-        pods = {p["metadata"]["name"]: p for p in client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=SELECTOR)["items"]}
-        swapped = [p for name in members_all if keys.SWAP_PLACEHOLDER in ((p := pods[name])["metadata"].get("annotations") or {})]
-        landed = sum(1 for p in swapped
-                     if p["spec"].get("nodeName") == timeline.nodes.get(p["metadata"]["annotations"][keys.SWAP_PLACEHOLDER]))
+        by_name = {
+            p["metadata"]["name"]: p
+            for p in client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=SELECTOR)["items"]
+        }
+        swapped = [
+            p
+            for name in members_all
+            if keys.SWAP_PLACEHOLDER in ((p := by_name[name])["metadata"].get("annotations") or {})
+        ]
+        landed = sum(
+            1
+            for p in swapped
+            if p["spec"].get("nodeName") == timeline.nodes.get(p["metadata"]["annotations"][keys.SWAP_PLACEHOLDER])
+        )
         return {
             "gangs": gangs,
             "members": members,
@@ -191,13 +244,17 @@ def contention(cluster: LocalCluster, *, gangs: int, members: int, flood: int, c
         delete_namespace(cluster, namespace)
 
 
-def managed_memory(cluster: LocalCluster, controller: ControllerUnderTest, *, apps: int, members: int) -> dict[str, Any]:
+def managed_memory(
+    cluster: LocalCluster, controller: ControllerUnderTest, *, apps: int, members: int
+) -> dict[str, Any]:
     """Scenario 4b: the controller's memory while it manages `apps` × `members` gang pods (and as many
     placeholders while they reserve), measured until every member is bound."""
     client = cluster.client()
     namespace = "managed"
     cluster.create_namespace(namespace)
-    pods = [pod for index in range(apps) for pod in gang(f"m{index}", members, cpu="10m", memory="16Mi", timeout_s=1800)]
+    pods = [
+        pod for index in range(apps) for pod in gang(f"m{index}", members, cpu="10m", memory="16Mi", timeout_s=1800)
+    ]
     with controller.rss_sampler() as rss, PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
         cpu_before = controller.cpu_seconds()
         started = time.monotonic()

@@ -23,8 +23,16 @@ WRITE_VERBS = ("post", "patch", "delete", "put")
 CLOCK_TICKS_PER_S = 100  # os.sysconf("SC_CLK_TCK") on Linux
 
 
-def member_pod(name: str, *, app: str | None = None, group: str | None = None, task_groups: list[dict[str, Any]] | None = None,
-               cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> dict[str, Any]:
+def member_pod(
+    name: str,
+    *,
+    app: str | None = None,
+    group: str | None = None,
+    task_groups: list[dict[str, Any]] | None = None,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    timeout_s: int = 300,
+) -> dict[str, Any]:
     """A pod of a benchmark workload. With `app`, a gang member gated as yuniplace's webhook gates it
     (the first member of an application carries its task groups); without, a plain pod."""
     requests = {"cpu": cpu, "memory": memory}
@@ -44,11 +52,15 @@ def member_pod(name: str, *, app: str | None = None, group: str | None = None, t
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def gang(app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> list[dict[str, Any]]:
+def gang(
+    app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300
+) -> list[dict[str, Any]]:
     """One application of `members` pods in one task group of exactly that many."""
     groups = [{"name": "members", "minMember": members, "minResource": {"cpu": cpu, "memory": memory}}]
     return [
-        member_pod(f"{app}-{i}", app=app, task_groups=groups if i == 0 else None, cpu=cpu, memory=memory, timeout_s=timeout_s)
+        member_pod(
+            f"{app}-{i}", app=app, task_groups=groups if i == 0 else None, cpu=cpu, memory=memory, timeout_s=timeout_s
+        )
         for i in range(members)
     ]
 
@@ -76,9 +88,18 @@ class ControllerUnderTest:
         (self.port,) = free_ports(1)
         with self.log.open("ab") as output:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "yuniplace", "controller", f"--kubeconfig={self.cluster.kubeconfig}",
-                 f"--http-address=127.0.0.1:{self.port}", "--log-level=WARNING", *self.extra_args],
-                stdout=output, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "yuniplace",
+                    "controller",
+                    f"--kubeconfig={self.cluster.kubeconfig}",
+                    f"--http-address=127.0.0.1:{self.port}",
+                    "--log-level=WARNING",
+                    *self.extra_args,
+                ],
+                stdout=output,
+                stderr=subprocess.STDOUT,
             )
         wait_until(self._ready, 60)
         return self
@@ -129,7 +150,11 @@ class ControllerUnderTest:
         return totals
 
     def events_posted(self, reason: str) -> float:
-        return sum(v for k, v in self.metrics().items() if k.startswith("yuniplace_events_total{") and f'reason="{reason}"' in k)
+        return sum(
+            v
+            for k, v in self.metrics().items()
+            if k.startswith("yuniplace_events_total{") and f'reason="{reason}"' in k
+        )
 
 
 def delete_namespace(cluster: LocalCluster, name: str, timeout_s: float = 300) -> None:
@@ -150,7 +175,9 @@ def delete_namespace(cluster: LocalCluster, name: str, timeout_s: float = 300) -
 YUNIKORN_NAMESPACE = "yunikorn"
 
 
-def yunikorn_gang(app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300) -> list[dict[str, Any]]:
+def yunikorn_gang(
+    app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300
+) -> list[dict[str, Any]]:
     """The same gang written for Apache YuniKorn's own scheduler: schedulerName yunikorn, its queue
     label, and the task-group annotations on every pod, as its documentation's Job does. No gate."""
     pods = gang(app, members, cpu=cpu, memory=memory, timeout_s=timeout_s)
@@ -181,7 +208,9 @@ class YuniKornScheduler:
             self.cluster.create_namespace(YUNIKORN_NAMESPACE)
         with self.log.open("ab") as output:
             self.process = subprocess.Popen(
-                [str(self.binary)], stdout=output, stderr=subprocess.STDOUT,
+                [str(self.binary)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
                 env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "NAMESPACE": YUNIKORN_NAMESPACE},
             )
         # Ready when it schedules a pod.

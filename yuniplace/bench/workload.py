@@ -12,7 +12,9 @@ from yuniplace.kube import KubeClient
 CREATE_CONCURRENCY = 16
 
 
-def plain_pod(name: str, *, cpu: str = "10m", memory: str = "16Mi", labels: dict[str, str] | None = None) -> dict[str, Any]:
+def plain_pod(
+    name: str, *, cpu: str = "10m", memory: str = "16Mi", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     requests = {"cpu": cpu, "memory": memory}
     return {
         "apiVersion": "v1",
@@ -21,7 +23,9 @@ def plain_pod(name: str, *, cpu: str = "10m", memory: str = "16Mi", labels: dict
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": requests}}],
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": requests}}
+            ],
         },
     }
 
@@ -30,4 +34,3 @@ def create_pods(client: KubeClient, namespace: str, pods: Sequence[dict[str, Any
     path = f"/api/v1/namespaces/{namespace}/pods"
     with ThreadPoolExecutor(CREATE_CONCURRENCY) as executor:
         list(executor.map(lambda pod: client.create(path, pod), pods))
-

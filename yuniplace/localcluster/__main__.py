@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from yuniplace.localcluster.build import BuildError, ensure_built
 from yuniplace.localcluster.cluster import DEFAULT_NAME, ClusterError, LocalCluster
+from yuniplace.localcluster.kind import KindCluster, KindError
+from yuniplace.localcluster.kindimage import ensure_all
 from yuniplace.localcluster.nodes import NodePool, Taint
 
 
@@ -49,26 +51,57 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-memory", default="32Gi", help="memory of each node (default: 32Gi)")
     up.add_argument("--node-pods", type=_positive, default=110, help="pod capacity of each node (default: 110)")
     up.add_argument(
-        "--node-resource", type=_key_value, action="append", default=[], metavar="NAME=QTY",
+        "--node-resource",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="NAME=QTY",
         help="extended resource on each node, e.g. nvidia.com/gpu=8 (repeatable)",
     )
     up.add_argument(
-        "--node-label", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+        "--node-label",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="label on each node (repeatable)",
     )
     up.add_argument(
-        "--node-taint", type=_taint, action="append", default=[], metavar="KEY[=VALUE]:EFFECT",
+        "--node-taint",
+        type=_taint,
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]:EFFECT",
         help="taint on each node (repeatable)",
     )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds each component may take to be ready")
+    up.add_argument(
+        "--kind",
+        action="store_true",
+        help="a kind cluster instead (Docker containers as nodes, real kubelets; Docker is installed "
+        "and started if absent): 1 control plane + --workers, yuniplace's image loaded",
+    )
+    up.add_argument("--workers", type=_positive, default=2, help="with --kind: worker nodes (default: 2)")
 
-    for command, text in (("down", "stop the cluster and remove its state"),
-                          ("status", "show components and nodes (JSON)"),
-                          ("env", "print export lines for KUBECONFIG and a PATH with kubectl and helm")):
+    for command, text in (
+        ("down", "stop the cluster and remove its state"),
+        ("status", "show components and nodes (JSON)"),
+        ("env", "print export lines for KUBECONFIG and a PATH with kubectl and helm"),
+    ):
         sub = commands.add_parser(command, help=text)
         sub.add_argument("--name", default=DEFAULT_NAME, help=name_help)
+        if command != "status":
+            sub.add_argument("--kind", action="store_true", help="the kind cluster of that name")
 
     commands.add_parser("build", help="build (or find in the cache) the control-plane binaries and print their folder")
+    kind_image = commands.add_parser(
+        "kind-image",
+        help="build (or find in the cache) kind, its node image with every image kubeadm runs, and "
+        "yuniplace's image (yuniplace:dev); print the node image and the tools' folder",
+    )
+    kind_image.add_argument(
+        "--env", action="store_true", help="print instead an export line putting kind, kubectl and helm first on PATH"
+    )
     return root
 
 
@@ -78,11 +111,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "build":
             print(ensure_built().bin_dir)
             return 0
+        if args.command == "kind-image":
+            images = ensure_all()
+            if args.env:
+                print(f'export PATH="{images.bin_dir}:$PATH"')
+            else:
+                print(
+                    f"node image: {images.node_image}\nyuniplace image: {images.yuniplace_image}\n"
+                    f"kind, kubectl, helm: {images.bin_dir}"
+                )
+            return 0
+        if getattr(args, "kind", False):
+            return _kind(args)
         cluster = LocalCluster(args.name)
         if args.command == "up":
             pool = NodePool(
-                count=args.nodes, cpu=args.node_cpu, memory=args.node_memory, pods=args.node_pods,
-                extended=dict(args.node_resource), labels=dict(args.node_label), taints=tuple(args.node_taint),
+                count=args.nodes,
+                cpu=args.node_cpu,
+                memory=args.node_memory,
+                pods=args.node_pods,
+                extended=dict(args.node_resource),
+                labels=dict(args.node_label),
+                taints=tuple(args.node_taint),
             )
             cluster.up([pool], timeout_s=args.timeout)
         elif args.command == "down":
@@ -93,11 +143,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if status["running"] else 1
         elif args.command == "env":
             sys.stdout.write(cluster.env())
-    except (BuildError, ClusterError) as error:
+    except (BuildError, ClusterError, KindError) as error:
         print(f"scripts/cluster {args.command}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    return 0
+
+
+def _kind(args: argparse.Namespace) -> int:
+    cluster = KindCluster("yuniplace" if args.name == DEFAULT_NAME else args.name)
+    if args.command == "up":
+        took = cluster.up(workers=args.workers)
+        print(
+            f"kind cluster {cluster.name}: 1 control plane + {args.workers} workers Ready in {took:.0f}s, "
+            f'{cluster.images.yuniplace_image} loaded; eval "$(scripts/cluster env --kind --name {cluster.name})"',
+            file=sys.stderr,
+        )
+    elif args.command == "down":
+        cluster.down()
+    elif args.command == "env":
+        sys.stdout.write(cluster.env())
     return 0
 
 

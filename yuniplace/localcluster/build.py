@@ -216,11 +216,13 @@ def ensure_built(*, quiet: bool = False) -> Binaries:
         "controlplane",
         ("go.mod", "go.sum", "main.go", "kwok/go.mod", "kwok/go.sum"),
         _build_plan(versions),
-        announce=None if quiet else (
+        announce=None
+        if quiet
+        else (
             f"Building the local control plane ({pinned}) into {{target}}.\n"
             "The first build compiles Kubernetes from source: about 6 minutes on 2 cores. Later builds reuse it."
         ),
-        links={component: "controlplane" for component in KUBERNETES_COMPONENTS},
+        links=dict.fromkeys(KUBERNETES_COMPONENTS, "controlplane"),
     )
     return Binaries(bin_dir, versions)
 
@@ -233,6 +235,8 @@ def ensure_yunikorn(*, quiet: bool = False) -> Path:
         "yunikorn",
         ("yunikorn/go.mod", "yunikorn/go.sum", "yunikorn/main.go"),
         [("yunikorn-scheduler", "yunikorn", ["-ldflags", "-s -w", "."])],
-        announce=None if quiet else f"Building Apache YuniKorn's scheduler {version} into {{target}} (about 3 minutes).",
+        announce=None
+        if quiet
+        else f"Building Apache YuniKorn's scheduler {version} into {{target}} (about 3 minutes).",
     )
     return bin_dir / "yunikorn-scheduler"

@@ -9,6 +9,7 @@ do the work are started from this checkout, configured exactly like those pods.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ class Installation:
     kubeconfig: Path  # the ServiceAccount's, not the admin's
     tls_cert: Path
     tls_key: Path
+    # What the values give the webhook and the controller beyond the defaults: with webhook.url the
+    # Deployment does not serve the webhook, so these are read from the values in force.
+    extra_args: tuple[str, ...] = ()
 
     def controller_args(self, webhook_address: str) -> list[str]:
         """`yuniplace controller` arguments matching the chart's Deployment."""
@@ -44,6 +48,7 @@ class Installation:
             f"--webhook-address={webhook_address}",
             f"--tls-cert-file={self.tls_cert}",
             f"--tls-key-file={self.tls_key}",
+            *self.extra_args,
         ]
 
 
@@ -83,11 +88,21 @@ def install(
         **(values or {}),
     }
     arguments = [f"{key}={value}" for key, value in settings.items()]
-    helm(cluster, "upgrade", "--install", release, str(CHART), "--namespace", namespace,
-         *(item for argument in arguments for item in ("--set", argument)))
+    helm(
+        cluster,
+        "upgrade",
+        "--install",
+        release,
+        str(CHART),
+        "--namespace",
+        namespace,
+        *(item for argument in arguments for item in ("--set", argument)),
+    )
     objects = _rendered(cluster, release, namespace)
     account = next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount")
-    secret = next(o["metadata"]["name"] for o in objects if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/tls")
+    secret = next(
+        o["metadata"]["name"] for o in objects if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/tls"
+    )
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     args = deployment["spec"]["template"]["spec"]["containers"][0].get("args", [])
     lease = next((a.split("=", 1)[1] for a in args if a.startswith("--leader-election-id=")), "yuniplace-controller")
@@ -102,7 +117,11 @@ def install(
 
     token = client.create(
         f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": TOKEN_LIFETIME_S}},
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": TOKEN_LIFETIME_S},
+        },
     )["status"]["token"]
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     kubeconfig = workdir / "serviceaccount.kubeconfig"
@@ -119,7 +138,14 @@ def install(
         )
     )
     kubeconfig.chmod(0o600)
-    return Installation(release, namespace, account, secret, lease, kubeconfig, cert, key)
+    effective = json.loads(
+        helm(cluster, "get", "values", release, "--namespace", namespace, "--all", "--output", "json")
+    )
+    rewrite = {"true": "always", "false": "never"}.get(
+        str(effective["webhook"]["rewriteSchedulerName"]).lower(), str(effective["webhook"]["rewriteSchedulerName"])
+    )
+    extra = (f"--rewrite-scheduler-name={rewrite}", *(effective.get("extraArgs") or []))
+    return Installation(release, namespace, account, secret, lease, kubeconfig, cert, key, extra)
 
 
 def uninstall(cluster: LocalCluster, installation: Installation) -> None:

@@ -5,6 +5,8 @@ started them and are found again through a state file.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import random
@@ -101,6 +103,10 @@ class Process:
 
     def alive(self) -> bool:
         return _start_ticks(self.pid) == self.start_ticks
+
+
+def _gone(process: Process) -> bool:
+    return not process.alive()
 
 
 def wait_until(condition: Callable[[], Any], timeout_s: float, interval_s: float = POLL_INTERVAL_S) -> Any:
@@ -376,19 +382,15 @@ class LocalCluster:
         Only processes whose PID and start time match what we started are touched."""
         live = [p for p in reversed(processes) if p.alive()]
         for process in live:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in live:
             try:
-                wait_until(lambda p=process: not p.alive(), max(0.1, deadline - time.monotonic()))
+                wait_until(functools.partial(_gone, process), max(0.1, deadline - time.monotonic()))
             except TimeoutError:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def down(self, *, quiet: bool = False) -> bool:
         """Stop every process this cluster started and remove its state. True if anything was running."""
@@ -399,7 +401,8 @@ class LocalCluster:
             shutil.rmtree(self.layout.root, ignore_errors=True)
         if not quiet:
             print(
-                f"Cluster {self.name!r} " + ("stopped and removed." if was_running else "was not running; state removed."),
+                f"Cluster {self.name!r} "
+                + ("stopped and removed." if was_running else "was not running; state removed."),
                 file=sys.stderr,
             )
         return was_running
@@ -429,4 +432,3 @@ class LocalCluster:
         """Shell lines that point kubectl and helm at this cluster."""
         bin_dir = self.bin_dir()
         return f"export KUBECONFIG={self.kubeconfig}\nexport PATH={bin_dir}:$PATH\n"
-

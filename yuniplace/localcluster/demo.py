@@ -9,10 +9,16 @@ import sys
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import chartinstall
-from yuniplace.localcluster.cluster import ClusterError, LocalCluster, free_ports, wait_until
+from yuniplace.localcluster.cluster import (
+    ClusterError,
+    LocalCluster,
+    free_ports,
+    wait_until,
+)
 from yuniplace.localcluster.nodes import NodePool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "spark"
@@ -25,7 +31,7 @@ def say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def _pod(client: KubeClient, name: str) -> dict:
+def _pod(client: KubeClient, name: str) -> dict[str, Any]:
     try:
         return client.get(f"/api/v1/namespaces/{DEMO_NAMESPACE}/pods/{name}")
     except NotFound:
@@ -68,29 +74,58 @@ def run(name: str) -> int:
                 cluster.create_namespace(namespace)
         webhook_port, metrics_port = free_ports(2)
         installation = chartinstall.install(
-            cluster, release="yuniplace", namespace=SYSTEM_NAMESPACE, webhook_port=webhook_port,
+            cluster,
+            release="yuniplace",
+            namespace=SYSTEM_NAMESPACE,
+            webhook_port=webhook_port,
             workdir=cluster.layout.root / "chart-credentials",
         )
-        print(f"   release 'yuniplace' in {SYSTEM_NAMESPACE}; the controller and webhook run with its "
-              f"ServiceAccount '{installation.service_account}' (log: {cluster.layout.logs / 'yuniplace.log'})")
-        cluster.spawn("yuniplace", [python, "-m", "yuniplace", "controller", f"--http-address=127.0.0.1:{metrics_port}",
-                                    *installation.controller_args(f"127.0.0.1:{webhook_port}")],
-                      f"http://127.0.0.1:{metrics_port}/readyz")
+        print(
+            f"   release 'yuniplace' in {SYSTEM_NAMESPACE}; the controller and webhook run with its "
+            f"ServiceAccount '{installation.service_account}' (log: {cluster.layout.logs / 'yuniplace.log'})"
+        )
+        cluster.spawn(
+            "yuniplace",
+            [
+                python,
+                "-m",
+                "yuniplace",
+                "controller",
+                f"--http-address=127.0.0.1:{metrics_port}",
+                *installation.controller_args(f"127.0.0.1:{webhook_port}"),
+            ],
+            f"http://127.0.0.1:{metrics_port}/readyz",
+        )
         cluster.set_note("metrics", f"http://127.0.0.1:{metrics_port}/metrics")
     metrics_url = cluster.note("metrics")
 
     for pod in ["spark-pi-driver", *(f"spark-pi-exec-{i}" for i in range(1, 5))]:
-        subprocess.run([*kubectl, "-n", DEMO_NAMESPACE, "delete", "pod", pod, "--ignore-not-found", "--wait"], capture_output=True)
+        subprocess.run(
+            [*kubectl, "-n", DEMO_NAMESPACE, "delete", "pod", pod, "--ignore-not-found", "--wait"], capture_output=True
+        )
 
     say(f"Streaming the gang's events (kubectl get events -n {DEMO_NAMESPACE} -w)")
-    stream = subprocess.Popen([*kubectl, "-n", DEMO_NAMESPACE, "get", "events", "-w", "--watch-only",
-                               "-o", r'jsonpath=  {.reason} {.involvedObject.name}: {.message}{"\n"}'])
+    stream = subprocess.Popen(
+        [
+            *kubectl,
+            "-n",
+            DEMO_NAMESPACE,
+            "get",
+            "events",
+            "-w",
+            "--watch-only",
+            "-o",
+            r'jsonpath=  {.reason} {.involvedObject.name}: {.message}{"\n"}',
+        ]
+    )
     try:
         say("Submitting the Spark driver (examples/spark/driver-pod.yaml): 1 driver + 4 executors, all or nothing")
         subprocess.run([*kubectl, "-n", DEMO_NAMESPACE, "apply", "-f", str(EXAMPLES / "driver-pod.yaml")], check=True)
         wait_until(lambda: _running(client, ["spark-pi-driver"]), WAIT_S)
         say("The driver runs; Spark now creates its executors (examples/spark/executor-pods.yaml)")
-        subprocess.run([*kubectl, "-n", DEMO_NAMESPACE, "apply", "-f", str(EXAMPLES / "executor-pods.yaml")], check=True)
+        subprocess.run(
+            [*kubectl, "-n", DEMO_NAMESPACE, "apply", "-f", str(EXAMPLES / "executor-pods.yaml")], check=True
+        )
         wait_until(lambda: _running(client, [f"spark-pi-exec-{i}" for i in range(1, 5)]), WAIT_S)
     finally:
         stream.terminate()
@@ -101,9 +136,19 @@ def run(name: str) -> int:
     say("yuniplace status")
     subprocess.run([python, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", DEMO_NAMESPACE])
     metrics = _get(metrics_url) or ""
-    landed = next((line.split()[-1] for line in metrics.splitlines() if line.startswith('yuniplace_swaps_total{outcome="landed"}')), "0")
+    landed = next(
+        (
+            line.split()[-1]
+            for line in metrics.splitlines()
+            if line.startswith('yuniplace_swaps_total{outcome="landed"}')
+        ),
+        "0",
+    )
     print(f"\nswaps landed on their reserved node: {float(landed):.0f} (metrics: {metrics_url})")
-    print(f'Explore:  eval "$(scripts/cluster env --name {name})"; kubectl -n {DEMO_NAMESPACE} describe pod spark-pi-exec-1')
+    print(
+        f'Explore:  eval "$(scripts/cluster env --name {name})"; '
+        f"kubectl -n {DEMO_NAMESPACE} describe pod spark-pi-exec-1"
+    )
     print(f"Stop:     scripts/cluster down --name {name}   (stops yuniplace too)")
     return 0
 

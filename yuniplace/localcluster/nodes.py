@@ -6,6 +6,7 @@ lease and runs the pods kube-scheduler binds to it, so the scheduler sees a real
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -86,10 +87,8 @@ def create_nodes(client: KubeClient, pool: NodePool) -> list[str]:
     """Create the pool's nodes (existing ones are kept: re-running is harmless)."""
 
     def create(name: str) -> str:
-        try:
+        with contextlib.suppress(AlreadyExists):
             client.create("/api/v1/nodes", pool.manifest(name))
-        except AlreadyExists:
-            pass
         return name
 
     with ThreadPoolExecutor(CREATE_CONCURRENCY) as executor:

@@ -2,6 +2,9 @@
 
 EC P-256 keys throughout: generating them takes microseconds where RSA takes tens of milliseconds,
 and every component of Kubernetes accepts them (service-account tokens are then signed ES256).
+Private keys are written as SEC 1 PEM (`BEGIN EC PRIVATE KEY`), as kubeadm writes EC keys: Java's
+Kubernetes client (fabric8, which spark-submit uses) tells an EC key from an RSA one by that header
+alone and cannot read a PKCS #8 EC key ("Invalid DER: object is not integer").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
     path.write_bytes(
         key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
         )
     )
     path.chmod(0o600)
@@ -52,7 +55,7 @@ class CertificateAuthority:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._key = _new_key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self._subject = _name(common_name)
         self._cert = (
             x509.CertificateBuilder()
@@ -95,7 +98,7 @@ class CertificateAuthority:
         """Sign a certificate usable both to serve (with the given names) and as a client identity
         (CN = user, O = group, as the apiserver's x509 authenticator reads them)."""
         key = _new_key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         builder = (
             x509.CertificateBuilder()
             .subject_name(_name(common_name, organization))

@@ -1,0 +1,82 @@
+"""The README's "On kind, with Helm" commands, run as written, in one shell, from a clean checkout's
+root: a kind cluster of its own (KIND_CLUSTER_NAME and KUBECONFIG keep it apart from the session's and
+from the user's), yuniplace loaded and installed with Helm, the batch Job applied, and the gang's story
+read from `kubectl get events -w` until both pods are bound on their reserved nodes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from tests.kind.support import REPO, readme_kind_block, wait
+from yuniplace.localcluster.kind import KindCluster
+from yuniplace.localcluster.kindimage import KindImages
+
+GANG_FLOW = (
+    "TaskGroupMatch",
+    "CreatingPlaceholders",
+    "PlaceholderAllocated",
+    "GangReservationComplete",
+    "PlaceholderSwapped",
+)
+
+
+def reasons(lines: list[str]) -> list[tuple[str, str]]:
+    """(reason, whole line) of each `kubectl get events` row (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE)."""
+    rows = []
+    for line in lines:
+        columns = line.split()
+        if len(columns) >= 4 and columns[1] in ("Normal", "Warning"):
+            rows.append((columns[2], line))
+    return rows
+
+
+def test_readme_kind_commands_run_as_written(images: KindImages, tmp_path: Path) -> None:
+    block = readme_kind_block()
+    assert "kind create cluster" in block and "helm install" in block and "kubectl get events -w" in block
+    name = f"yp-readme-{os.getpid()}"
+    script = tmp_path / "readme.sh"
+    script.write_text("set -euo pipefail\n" + block)
+    env = {**os.environ, "KIND_CLUSTER_NAME": name, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+    process = subprocess.Popen(
+        ["bash", str(script)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    output = process.stdout
+    assert output is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(output.readline, "")), daemon=True)
+    reader.start()
+
+    def flow_told() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"the README's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}")
+        seen = reasons(list(lines))
+        swapped = [
+            line for reason, line in seen if reason == "PlaceholderSwapped" and "bound on its reserved node" in line
+        ]
+        return all(any(reason == r for reason, _ in seen) for r in GANG_FLOW) and len(swapped) == 2
+
+    try:
+        wait(flow_told, 600, "the batch Job's gang flow in `kubectl get events -w`")
+        order = [reason for reason, _ in reasons(list(lines)) if reason in GANG_FLOW]
+        firsts = [order.index(reason) for reason in GANG_FLOW]
+        assert firsts == sorted(firsts), f"events out of order: {order}"
+        placeholders = [
+            line
+            for reason, line in reasons(list(lines))
+            if reason == "Scheduled" and "pod/tg-batch-sleep-job-9-" in line
+        ]
+        assert len(placeholders) == 2, placeholders
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+        KindCluster(name, images).down()

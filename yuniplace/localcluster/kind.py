@@ -1,0 +1,121 @@
+"""kind clusters of real nodes (Docker containers running systemd, containerd and the kubelet), made
+from the images kindimage builds, with yuniplace's image loaded: the way users deploy yuniplace,
+its chart on a real kubelet, without a registry."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from yuniplace.kube import KubeClient
+from yuniplace.localcluster.cluster import wait_until
+from yuniplace.localcluster.kindimage import KindImages, ensure_all, tools
+
+CREATE_TIMEOUT_S = 600.0
+NODES_READY_S = 180.0
+
+
+class KindError(RuntimeError):
+    """A kind cluster could not be created, used or deleted; the message says why."""
+
+
+def state_dir(name: str) -> Path:
+    return Path(tempfile.gettempdir()) / "yuniplace-kind" / name
+
+
+class KindCluster:
+    """One named kind cluster: its kubeconfig lives in state_dir(name), not in ~/.kube/config."""
+
+    def __init__(self, name: str, images: KindImages | None = None) -> None:
+        self.name = name
+        self._images = images
+        self.kubeconfig = state_dir(name) / "kubeconfig"
+
+    @property
+    def images(self) -> KindImages:
+        """The images and tools; only the tools are checked until `up` builds the images."""
+        if self._images is None:
+            self._images = tools(quiet=True)
+        return self._images
+
+    def kind(self, *args: str, timeout_s: float = CREATE_TIMEOUT_S) -> str:
+        result = subprocess.run(
+            [str(self.images.kind), *args],
+            capture_output=True,
+            text=True,
+            env=self.images.env(),
+            timeout=timeout_s,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise KindError(f"kind {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+        return result.stdout
+
+    def exists(self) -> bool:
+        return self.name in self.kind("get", "clusters").split()
+
+    def up(self, *, workers: int = 2) -> float:
+        """Build the images when needed, create the cluster (one control plane, `workers` workers),
+        wait for every node to be Ready and load yuniplace's image; returns the seconds from
+        `kind create cluster` to every node Ready."""
+        self._images = ensure_all()
+        if self.exists():
+            raise KindError(f"kind cluster {self.name} exists already (scripts/cluster down --kind --name {self.name})")
+        directory = state_dir(self.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = directory / "kind.yaml"
+        nodes = [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)]
+        config.write_text(yaml.safe_dump({"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "nodes": nodes}))
+        started = time.monotonic()
+        self.kind(
+            "create",
+            "cluster",
+            "--name",
+            self.name,
+            "--image",
+            self.images.node_image,
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--wait",
+            "5m",
+        )
+        # kind waits for the control plane; workers are Ready once kind-netd has configured them.
+        try:
+            wait_until(lambda: self.ready_nodes() == len(nodes), NODES_READY_S, interval_s=1.0)
+        except TimeoutError:
+            raise KindError(
+                f"kind cluster {self.name}: {self.ready_nodes()} of {len(nodes)} nodes Ready after {NODES_READY_S:.0f}s"
+            ) from None
+        took = time.monotonic() - started
+        self.load(self.images.yuniplace_image)
+        return took
+
+    def load(self, image: str) -> None:
+        self.kind("load", "docker-image", "--name", self.name, image)
+
+    def down(self) -> bool:
+        """Delete the cluster; False when there was none."""
+        if not self.exists():
+            return False
+        self.kind("delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig))
+        return True
+
+    def ready_nodes(self) -> int:
+        nodes = self.client().get("/api/v1/nodes")["items"]
+        return sum(
+            any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+            for node in nodes
+        )
+
+    def client(self) -> KubeClient:
+        return KubeClient.from_kubeconfig(str(self.kubeconfig))
+
+    def env(self) -> str:
+        """Shell lines that point kubectl and helm at this cluster, with kind, kubectl and helm on PATH."""
+        return f'export KUBECONFIG="{self.kubeconfig}"\nexport PATH="{self.images.bin_dir}:$PATH"\n'
