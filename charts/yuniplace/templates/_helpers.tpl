@@ -192,7 +192,7 @@ Match conditions (CEL): the apiserver calls the webhooks only for pods carrying 
 with failurePolicy Fail a webhook that is down never blocks any other pod.
 */}}
 {{- define "yuniplace.gangPodCEL" -}}
-(has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations || 'gang.scheduling.koordinator.sh/name' in object.metadata.annotations)) || (has(object.metadata.labels) && ('pod-group.scheduling.sigs.k8s.io/name' in object.metadata.labels || 'scheduling.x-k8s.io/pod-group' in object.metadata.labels))
+(has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations || 'gang.scheduling.koordinator.sh/name' in object.metadata.annotations || 'scheduling.k8s.io/group-name' in object.metadata.annotations)) || (has(object.metadata.labels) && ('pod-group.scheduling.sigs.k8s.io/name' in object.metadata.labels || 'scheduling.x-k8s.io/pod-group' in object.metadata.labels))
 {{- end }}
 
 {{/*
@@ -208,22 +208,54 @@ The admission mode, checked: `capacity` (the default) or `off`. YAML reads a bar
 {{- end }}
 
 {{/*
+webhook.rewriteSchedulerName, checked: auto, always or never (true and false read as always and never).
+*/}}
+{{- define "yuniplace.rewriteSchedulerName" -}}
+{{- $mode := .Values.webhook.rewriteSchedulerName | toString -}}
+{{- $mode = get (dict "true" "always" "false" "never") $mode | default $mode -}}
+{{- if not (has $mode (list "auto" "always" "never")) -}}
+{{- fail (printf "webhook.rewriteSchedulerName must be auto, always or never, not %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end }}
+
+{{/*
 The Strict-mode backoff, checked: a number of seconds greater than 0.
 */}}
 {{- define "yuniplace.strictBackoff" -}}
-{{- $seconds := .Values.strictBackoffSeconds | toString -}}
+{{- include "yuniplace.positiveSeconds" (list "strictBackoffSeconds" .Values.strictBackoffSeconds) -}}
+{{- end }}
+
+{{/*
+A value that must be a number of seconds greater than 0; call with (list "valueName" value).
+*/}}
+{{- define "yuniplace.positiveSeconds" -}}
+{{- $name := index . 0 -}}
+{{- $seconds := index . 1 | toString -}}
 {{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $seconds) -}}
-{{- fail (printf "strictBackoffSeconds must be a number of seconds greater than 0, not %q" $seconds) -}}
+{{- fail (printf "%s must be a number of seconds greater than 0, not %q" $name $seconds) -}}
 {{- end -}}
 {{- if le (float64 $seconds) 0.0 -}}
-{{- fail (printf "strictBackoffSeconds must be greater than 0, not %s" $seconds) -}}
+{{- fail (printf "%s must be greater than 0, not %s" $name $seconds) -}}
 {{- end -}}
 {{- $seconds -}}
 {{- end }}
 
 {{/*
-Pods never sent to the webhooks: placeholders (they carry task-group labels, not annotations, but are
-excluded outright) and namespaces outside the watched scope.
+A value that must be a whole number (0 for no limit); call with (list "valueName" value).
+*/}}
+{{- define "yuniplace.count" -}}
+{{- $name := index . 0 -}}
+{{- $count := index . 1 | toString -}}
+{{- if not (regexMatch "^[0-9]+$" $count) -}}
+{{- fail (printf "%s must be a whole number (0 for no limit), not %q" $name $count) -}}
+{{- end -}}
+{{- $count -}}
+{{- end }}
+
+{{/*
+Pods never sent to the webhooks: placeholders (labelled yuniplace.io/placeholder=true) and namespaces
+outside the watched scope.
 */}}
 {{- define "yuniplace.webhookSelectors" -}}
 namespaceSelector:
@@ -250,8 +282,18 @@ namespaceSelector:
     {{- end }}
 objectSelector:
   matchExpressions:
+    # Exactly what the controller takes for a placeholder: any other value is an ordinary pod's label.
     - key: yuniplace.io/placeholder
-      operator: DoesNotExist
+      operator: NotIn
+      values: ["true"]
+{{- end }}
+
+{{/*
+An update is sent to the validating webhook only when it changes a pod's annotations or labels (what
+yuniplace reads can be edited on a running pod), and never for the controller's own writes.
+*/}}
+{{- define "yuniplace.editedByOthersCEL" -}}
+request.operation == 'CREATE' || (request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:{{ include "yuniplace.serviceAccountName" . }}' && (has(object.metadata.annotations) != has(oldObject.metadata.annotations) || (has(object.metadata.annotations) && object.metadata.annotations != oldObject.metadata.annotations) || has(object.metadata.labels) != has(oldObject.metadata.labels) || (has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)))
 {{- end }}
 
 {{/*
@@ -286,4 +328,28 @@ Annotations of the webhook configurations: cert-manager's CA injection when it i
 annotations:
   cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "yuniplace.webhookServiceName" .) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The queues ConfigMap as `--queues-configmap` takes it (NAMESPACE/NAME), or empty for none.
+*/}}
+{{- define "yuniplace.queuesConfigMapName" -}}
+{{- .Values.queues.configMap | default (ternary (printf "%s-queues" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-") "" (ne .Values.queues.queuesYaml "")) -}}
+{{- end }}
+
+{{- define "yuniplace.queuesConfigMapNamespace" -}}
+{{- .Values.queues.configMapNamespace | default .Release.Namespace -}}
+{{- end }}
+
+{{- define "yuniplace.queuesConfigMap" -}}
+{{- $name := include "yuniplace.queuesConfigMapName" . -}}
+{{- if $name -}}
+{{- if ne (include "yuniplace.admission" .) "capacity" -}}
+{{- fail "queues need admission: capacity (queues decide which gang reserves first)" -}}
+{{- end -}}
+{{- if and .Values.queues.queuesYaml (ne (include "yuniplace.queuesConfigMapNamespace" .) .Release.Namespace) -}}
+{{- fail "queues.queuesYaml creates the ConfigMap in the release namespace: leave queues.configMapNamespace empty" -}}
+{{- end -}}
+{{- printf "%s/%s" (include "yuniplace.queuesConfigMapNamespace" .) $name -}}
+{{- end -}}
 {{- end }}
