@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import POOL_LABEL, Cluster, ControllerProcess, NamespaceRecorder, Placement
+from tests.e2e.support import (
+    POOL_LABEL,
+    Cluster,
+    ControllerProcess,
+    NamespaceRecorder,
+    Placement,
+)
 from yuniplace.localcluster import LocalCluster, NodePool, Taint
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -23,6 +29,7 @@ SKIP_WITHOUT_GO = (
     "install Go (https://go.dev/doc/install) and run scripts/test again; with CI=true they fail instead of skipping"
 )
 
+CLUSTER_WIDE = pytest.StashKey[list[ControllerProcess]]()
 # Enough room for every e2e test of this suite at once: 4 nodes of 8 CPU / 32 GiB.
 SESSION_POOL = NodePool(count=4, cpu="8", memory="32Gi", pods=110)
 
@@ -66,6 +73,47 @@ def controller(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Con
 
 
 @pytest.fixture
+def tenant(cluster: Cluster, namespace: str) -> Iterator[Callable[[str], str]]:
+    """More namespaces for the test, as more tenants of a shared cluster: `tenant("b")` creates
+    `<namespace>-b`; all are deleted afterwards."""
+    created: list[str] = []
+
+    def make(suffix: str) -> str:
+        name = f"{namespace[:50]}-{suffix}"
+        cluster.local.create_namespace(name)
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        cluster.client.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def cluster_wide(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., ControllerProcess]]:
+    """Start a controller managing every namespace (as the chart installs it by default), with extra
+    arguments; stopped (and its exit checked) afterwards."""
+    started: list[ControllerProcess] = []
+
+    def start(*args: str) -> ControllerProcess:
+        process = ControllerProcess(
+            [f"--kubeconfig={cluster.kubeconfig}", *args], tmp_path, name=f"cluster-wide-{len(started)}"
+        )
+        process.start()
+        started.append(process)
+        return process
+
+    request.node.stash[CLUSTER_WIDE] = started
+
+    yield start
+    for process in started:
+        code = process.stop()
+        assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
+
+
+@pytest.fixture
 def recorder(cluster: Cluster, namespace: str) -> Iterator[NamespaceRecorder]:
     with NamespaceRecorder(cluster.client, namespace) as watching:
         yield watching
@@ -77,6 +125,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     process = item.funcargs.get("controller") if hasattr(item, "funcargs") else None
     if report.failed and isinstance(process, ControllerProcess):
         report.sections.append(("controller log", process.log()))
+    if report.failed:
+        for started in item.stash.get(CLUSTER_WIDE, []):
+            report.sections.append((f"{started.name} log", started.log()))
     return report
 
 
@@ -85,10 +136,17 @@ def pool(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Placement]]
     """Add nodes reserved to this test (labelled and tainted with its namespace); removed afterwards."""
     created: list[NodePool] = []
 
-    def make(count: int, cpu: str = "8", memory: str = "32Gi", pods: int = 110) -> Placement:
+    def make(
+        count: int, cpu: str = "8", memory: str = "32Gi", pods: int = 110, labels: dict[str, str] | None = None
+    ) -> Placement:
+        """`labels`: more labels of these nodes (a node pool of a queue, say); the placement selects every
+        node of the test either way."""
         node_pool = NodePool(
-            count=count, cpu=cpu, memory=memory, pods=pods,
-            labels={POOL_LABEL: namespace},
+            count=count,
+            cpu=cpu,
+            memory=memory,
+            pods=pods,
+            labels={POOL_LABEL: namespace, **(labels or {})},
             taints=(Taint(POOL_LABEL, namespace, "NoSchedule"),),
             prefix=f"{namespace}-{len(created)}",
         )

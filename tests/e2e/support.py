@@ -10,16 +10,18 @@ import subprocess
 import sys
 import threading
 import urllib.request
+import uuid
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
-from yuniplace.localcluster import LocalCluster, wait_until
+from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
 
 Pod = dict[str, Any]
 DEFAULT_WAIT_S = 60.0
@@ -112,7 +114,9 @@ class Cluster:
             return wait_until(check, timeout_s)  # type: ignore[no-any-return]
         except TimeoutError:
             status = (last[0] or {}).get("status")
-            raise AssertionError(f"pod {namespace}/{name} not {predicate.__name__} within {timeout_s}s: {status}")
+            raise AssertionError(
+                f"pod {namespace}/{name} not {predicate.__name__} within {timeout_s}s: {status}"
+            ) from None
 
     def wait_gone(self, path: str, timeout_s: float = DEFAULT_WAIT_S) -> None:
         def gone() -> bool:
@@ -155,8 +159,9 @@ class ControllerProcess:
         self.starts = 0
 
     @classmethod
-    def for_namespace(cls, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str,
-                      name: str = "controller") -> ControllerProcess:
+    def for_namespace(
+        cls, kubeconfig: Path, namespace: str, log_dir: Path, *extra_args: str, name: str = "controller"
+    ) -> ControllerProcess:
         """A controller watching one namespace, with the admin's kubeconfig."""
         return cls([f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", *extra_args], log_dir, name=name)
 
@@ -210,6 +215,36 @@ class ControllerProcess:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
+@contextmanager
+def chart_installed(
+    cluster: Cluster, workloads: str, workdir: Path, values: Mapping[str, str] | None = None
+) -> Iterator[ControllerProcess]:
+    """yuniplace installed with its Helm chart and `values`, its webhooks sent only the pods of namespace
+    `workloads`, and the controller with the webhook running out of cluster as the chart's Deployment
+    would run it (its ServiceAccount, its certificate, the flags its values give the webhook, its
+    extraArgs); all removed afterwards."""
+    suffix = uuid.uuid4().hex[:6]
+    system = f"yuniplace-system-{suffix}"
+    cluster.local.create_namespace(system)
+    port = free_port()
+    installation = chartinstall.install(
+        cluster.local,
+        release=f"yp-{suffix}",
+        namespace=system,
+        webhook_port=port,
+        workdir=workdir,
+        values={r"webhook.namespaceSelector.matchLabels.kubernetes\.io/metadata\.name": workloads, **(values or {})},
+    )
+    controller = ControllerProcess(installation.controller_args(f"127.0.0.1:{port}"), workdir, name="chart-sa")
+    try:
+        controller.start()
+        yield controller
+    finally:
+        controller.stop()
+        chartinstall.uninstall(cluster.local, installation)
+        cluster.client.delete(f"/api/v1/namespaces/{system}")
+
+
 class NamespaceRecorder:
     """Everything a namespace's pods went through, from a watch: every placeholder ever created
     (by name and UID) and where each pod was bound, so tests can assert on history, not just on
@@ -221,8 +256,12 @@ class NamespaceRecorder:
         self.placeholder_nodes: dict[str, tuple[str, str]] = {}  # name -> (group, node)
         self.latest: dict[str, Pod] = {}
         self.callbacks: list[Callable[[Pod], None]] = []
-        self._watch = ListWatch(client, f"/api/v1/namespaces/{namespace}/pods",
-                                on_list=self._seen_all, on_event=lambda _kind, pod: self._seen_all([pod]))
+        self._watch = ListWatch(
+            client,
+            f"/api/v1/namespaces/{namespace}/pods",
+            on_list=self._seen_all,
+            on_event=lambda _kind, pod: self._seen_all([pod]),
+        )
         self._thread = threading.Thread(target=self._watch.run, daemon=True)
 
     def _seen_all(self, pods: list[Pod]) -> None:
@@ -276,8 +315,14 @@ def gang_pod(
         annotations[keys.TASK_GROUPS] = json.dumps(task_groups)
     if policy is not None:
         annotations[keys.SCHEDULING_POLICY_PARAMETERS] = policy
-    pod = make_pod(name, cpu=cpu, memory=memory, gates=[keys.GATE] if gated else (),
-                   labels={"spark-app-selector": app}, annotations=annotations)
+    pod = make_pod(
+        name,
+        cpu=cpu,
+        memory=memory,
+        gates=[keys.GATE] if gated else (),
+        labels={"spark-app-selector": app},
+        annotations=annotations,
+    )
     if node_selector:
         pod["spec"]["nodeSelector"] = dict(node_selector)
     if tolerations:
@@ -285,8 +330,16 @@ def gang_pod(
     return pod
 
 
-def gang_job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, policy: str,
-             annotations: Mapping[str, str] | None = None) -> list[str]:
+def gang_job(
+    cluster: Cluster,
+    namespace: str,
+    place: Placement,
+    app: str,
+    members: int,
+    *,
+    policy: str,
+    annotations: Mapping[str, str] | None = None,
+) -> list[str]:
     """A job of `members` pods of 1 CPU on the test's nodes, each carrying the task groups (as a Job's
     pod template does) and the extra annotations; returns their names."""
     groups = [place.group("workers", members, cpu="1", memory="1Gi")]

@@ -15,8 +15,13 @@ SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost"}
 
 def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path) -> None:
     """(The session cluster fixture only applies the e2e policy; the benchmark starts clusters of its own.)"""
-    run = subprocess.run([sys.executable, "-m", "yuniplace.bench", "--quick", "--no-yunikorn", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=1200, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "yuniplace.bench", "--quick", "--no-yunikorn", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     results = {r["scenario"]: r for r in json.loads((tmp_path / "results.json").read_text())["results"]}
     assert set(results) == SCENARIOS

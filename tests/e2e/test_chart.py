@@ -1,6 +1,6 @@
 """The Helm chart (charts/yuniplace): it lints, every object it renders is accepted by the real
 apiserver, the rendered policy is the one documented (least-privilege RBAC, restricted pods, webhooks
-scoped by matchConditions), the PodGroup CRD in crds/ is served as scheduler-plugins' API, installs and
+scoped by matchConditions), the PodGroup CRDs in crds/ are served as scheduler-plugins' and Volcano's APIs, installs and
 upgrades keep the webhook certificate, the controller runs with exactly the permissions the chart grants,
 and the webhooks work with the chart's certificate and see every gang dialect's pods, and only those."""
 
@@ -43,21 +43,35 @@ Manifest = dict[str, Any]
 CONTROLLER_RULES = {
     ("", "pods"): {"get", "list", "watch", "create", "delete", "patch"},
     ("", "pods/status"): {"patch"},
+    ("", "pods/eviction"): {"create"},
     ("", "pods/finalizers"): {"update"},
     ("events.k8s.io", "events"): {"create"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
+    ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "patch"},
+    ("scheduling.volcano.sh", "podgroups/status"): {"patch"},
 }
-# Admission reads, in every namespace, what each node has and what runs on it; nothing else.
-ADMISSION_RULES = {("", "nodes"): {"list", "watch"}, ("", "pods"): {"list", "watch"}}
+# Admission reads, in every namespace, what each node has and what runs on it, and Volcano's
+# (cluster-scoped) Queues; nothing else.
+ADMISSION_RULES = {
+    ("", "nodes"): {"list", "watch"},
+    ("", "pods"): {"list", "watch"},
+    ("scheduling.volcano.sh", "queues"): {"list", "watch"},
+}
+VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
 }
-GANG_CEL_KEYS = ("yunikorn.apache.org/task-groups", "yunikorn.apache.org/task-group-name",
-                 "gang.scheduling.koordinator.sh/name", "pod-group.scheduling.sigs.k8s.io/name",
-                 "scheduling.x-k8s.io/pod-group")
+GANG_CEL_KEYS = (
+    "yunikorn.apache.org/task-groups",
+    "yunikorn.apache.org/task-group-name",
+    "gang.scheduling.koordinator.sh/name",
+    "pod-group.scheduling.sigs.k8s.io/name",
+    "scheduling.x-k8s.io/pod-group",
+    "scheduling.k8s.io/group-name",
+)
 
 
 # -- helm and kubectl --------------------------------------------------------------------------------
@@ -85,18 +99,39 @@ def set_flags(values: dict[str, str]) -> list[str]:
     return [arg for key, value in values.items() for arg in ("--set", f"{key}={value}")]
 
 
-def render(cluster: Cluster, release: str, namespace: str, values: dict[str, str] | None = None,
-           *extra: str) -> list[Manifest]:
+def render(
+    cluster: Cluster, release: str, namespace: str, values: dict[str, str] | None = None, *extra: str
+) -> list[Manifest]:
     """`helm template` for the session's Kubernetes version, parsed."""
-    out = helm(cluster, "template", release, str(CHART), "--namespace", namespace,
-               "--kube-version", server_version(cluster), *set_flags(values or {}), *extra).stdout
+    out = helm(
+        cluster,
+        "template",
+        release,
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        server_version(cluster),
+        *set_flags(values or {}),
+        *extra,
+    ).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def refused_render(cluster: Cluster, namespace: str, *args: str) -> str:
     """The error of a `helm template` that must fail."""
-    result = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--kube-version",
-                  server_version(cluster), *args, check=False)
+    result = helm(
+        cluster,
+        "template",
+        "yp",
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        server_version(cluster),
+        *args,
+        check=False,
+    )
     assert result.returncode != 0, f"rendered although it should not:\n{result.stdout}"
     return result.stderr
 
@@ -120,8 +155,15 @@ def dry_run(cluster: Cluster, manifests: Sequence[Manifest], release_namespace: 
     out = []
     for namespace, docs in by_namespace.items():
         result = subprocess.run(
-            [str(cluster.bin_dir / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "--dry-run=server",
-             f"--namespace={namespace}", "-f", "-"],
+            [
+                str(cluster.bin_dir / "kubectl"),
+                f"--kubeconfig={cluster.kubeconfig}",
+                "apply",
+                "--dry-run=server",
+                f"--namespace={namespace}",
+                "-f",
+                "-",
+            ],
             input=yaml.safe_dump_all(docs),
             capture_output=True,
             text=True,
@@ -138,10 +180,10 @@ def container_args(manifests: Sequence[Manifest]) -> list[str]:
     return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
-def pod_group_api_served(cluster: Cluster) -> bool:
+def pod_group_api_served(cluster: Cluster, api: str = keys.POD_GROUP_API) -> bool:
     """Whether discovery lists the PodGroup API yet (it lags the CRD's Established condition a little)."""
     try:
-        return bool(cluster.client.get(keys.POD_GROUP_API)["resources"])
+        return bool(cluster.client.get(api)["resources"])
     except NotFound:
         return False
 
@@ -170,8 +212,11 @@ def rule_verbs(role: Manifest) -> dict[tuple[str, str], set[str]]:
 
 def dns_names(pem: bytes) -> list[str]:
     certificate = x509.load_pem_x509_certificate(pem)
-    return list(certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-                .get_values_for_type(x509.DNSName))
+    return list(
+        certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.DNSName
+        )
+    )
 
 
 def tls_checksum(deployment: Manifest) -> str:
@@ -213,8 +258,17 @@ def test_default_objects_are_accepted_by_the_apiserver(cluster: Cluster, namespa
     manifests = render(cluster, "yp", namespace, None, "--include-crds")
     kinds = {m["kind"] for m in manifests}
     assert kinds >= {
-        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Secret",
-        "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "Secret",
+        "Deployment",
+        "PodDisruptionBudget",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
         "CustomResourceDefinition",
     }, kinds
     assert "ServiceMonitor" not in kinds  # off by default: the CRD may not exist
@@ -225,17 +279,22 @@ def test_default_objects_are_accepted_by_the_apiserver(cluster: Cluster, namespa
 def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     cluster: Cluster, namespace: str, other_namespace: str
 ) -> None:
-    manifests = render(cluster, "yp", namespace, {
-        "watchNamespace": other_namespace,
-        "webhook.url": "https://127.0.0.1:9443",
-        "webhook.tls.extraIPs": "{127.0.0.1}",
-        "webhook.rewriteSchedulerName": "true",
-    })
+    manifests = render(
+        cluster,
+        "yp",
+        namespace,
+        {
+            "watchNamespace": other_namespace,
+            "webhook.url": "https://127.0.0.1:9443",
+            "webhook.tls.extraIPs": "{127.0.0.1}",
+            "webhook.rewriteSchedulerName": "true",
+        },
+    )
     out = dry_run(cluster, manifests, namespace)
     assert out.count("(server dry run)") == len(manifests), out
 
     # Pods and events: a Role in the watched namespace instead of a ClusterRole; cluster-wide, only
-    # admission's reading of nodes and pods.
+    # admission's reading of nodes, pods and Volcano's Queues.
     [cluster_role] = objects(manifests, "ClusterRole")
     assert rule_verbs(cluster_role) == ADMISSION_RULES
     [cluster_binding] = objects(manifests, "ClusterRoleBinding")
@@ -267,24 +326,48 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
 def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) -> None:
     manifests = render(cluster, "yp", namespace)
 
-    # Webhooks: pod CREATE only, gang pods only (CEL), never placeholders, never system namespaces.
+    # Webhooks: gang pods only (CEL), never placeholders (exactly the controller's label value), never
+    # system namespaces; the mutating one on CREATE, the validating one also on others' edits.
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         [hook] = one(manifests, kind)["webhooks"]
         assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
         assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
-        assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
-                                  "operations": ["CREATE"], "scope": "Namespaced"}]
-        [condition] = hook["matchConditions"]
+        operations = ["CREATE"] if kind.startswith("Mutating") else ["CREATE", "UPDATE"]
+        assert hook["rules"] == [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "operations": operations,
+                "scope": "Namespaced",
+            }
+        ]
+        condition, *edited = hook["matchConditions"]
         assert all(key in condition["expression"] for key in GANG_CEL_KEYS), condition
-        assert "schedulerName" not in condition["expression"]
-        assert hook["objectSelector"] == {"matchExpressions": [{"key": keys.PLACEHOLDER, "operator": "DoesNotExist"}]}
+        # By default (rewriteSchedulerName: auto) the mutating webhook also sees pods for YuniKorn.
+        assert ("object.spec.schedulerName == 'yunikorn'" in condition["expression"]) == kind.startswith("Mutating")
+        if kind.startswith("Validating"):
+            [edit] = edited
+            assert f"system:serviceaccount:{namespace}:yp-yuniplace" in edit["expression"], edit
+        else:
+            assert not edited
+        assert hook["objectSelector"] == {
+            "matchExpressions": [{"key": keys.PLACEHOLDER, "operator": "NotIn", "values": ["true"]}]
+        }
         assert hook["namespaceSelector"]["matchExpressions"] == [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-             "values": ["kube-system", "kube-node-lease", namespace]}
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["kube-system", "kube-node-lease", namespace],
+            }
         ]
         service = hook["clientConfig"]["service"]
-        assert service == {"name": "yp-yuniplace-webhook", "namespace": namespace, "port": 443,
-                           "path": "/mutate" if kind.startswith("Mutating") else "/validate"}
+        assert service == {
+            "name": "yp-yuniplace-webhook",
+            "namespace": namespace,
+            "port": 443,
+            "path": "/mutate" if kind.startswith("Mutating") else "/validate",
+        }
         assert base64.b64decode(hook["clientConfig"]["caBundle"]) == base64.b64decode(
             one(manifests, "Secret")["data"]["ca.crt"]
         )
@@ -310,29 +393,54 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http-metrics": 8080, "https-webhook": 9443}
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
-        "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+    }
     assert {"name": "webhook-tls", "mountPath": "/tls", "readOnly": True} in container["volumeMounts"]
     assert "checksum/webhook-tls" in pod["metadata"]["annotations"]
     assert container["args"] == [
-        "controller", "--workers=4", "--placeholder-image=registry.k8s.io/pause:3.10", "--default-timeout=900",
-        "--default-style=Soft", "--max-members-per-group=1000", "--max-members-per-app=5000",
-        "--admission=capacity", "--strict-backoff=10", "--http-address=0.0.0.0:8080", "--log-level=INFO", "--log-format=json",
-        "--leader-elect", f"--leader-election-namespace={namespace}", "--leader-election-id=yp-yuniplace",
-        "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
-        "--webhook-address=0.0.0.0:9443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key",
+        "controller",
+        "--workers=4",
+        "--placeholder-image=registry.k8s.io/pause:3.10",
+        "--default-timeout=900",
+        "--default-style=Soft",
+        "--max-members-per-group=1000",
+        "--max-members-per-app=5000",
+        "--admission=capacity",
+        "--strict-backoff=10",
+        "--head-claim=300",
+        "--max-placeholders-per-namespace=5000",
+        "--max-waiting-per-namespace=100",
+        "--http-address=0.0.0.0:8080",
+        "--log-level=INFO",
+        "--log-format=json",
+        "--leader-elect",
+        f"--leader-election-namespace={namespace}",
+        "--leader-election-id=yp-yuniplace",
+        "--lease-duration=15",
+        "--renew-deadline=10",
+        "--retry-period=2",
+        "--webhook-address=0.0.0.0:9443",
+        "--tls-cert-file=/tls/tls.crt",
+        "--tls-key-file=/tls/tls.key",
+        "--rewrite-scheduler-name=auto",
     ]
     assert container["image"] == "ghcr.io/yuniplace/yuniplace:0.1.0"
 
     # RBAC: exactly the controller's verbs, no wildcard anywhere, the Lease in a namespaced Role.
     cluster_roles = [rule_verbs(m) for m in objects(manifests, "ClusterRole")]
-    assert len(cluster_roles) == 2 and CONTROLLER_RULES in cluster_roles and ADMISSION_RULES in cluster_roles, cluster_roles
+    assert len(cluster_roles) == 2 and CONTROLLER_RULES in cluster_roles and ADMISSION_RULES in cluster_roles, (
+        cluster_roles
+    )
     for role in objects(manifests, "ClusterRole") + objects(manifests, "Role"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
     lease_role = one(manifests, "Role")
     assert lease_role["metadata"]["namespace"] == namespace
     assert sorted((r["verbs"], r.get("resourceNames")) for r in lease_role["rules"]) == [
-        (["create"], None), (["get", "update"], ["yp-yuniplace"])]
+        (["create"], None),
+        (["get", "update"], ["yp-yuniplace"]),
+    ]
     assert all(r["apiGroups"] == ["coordination.k8s.io"] and r["resources"] == ["leases"] for r in lease_role["rules"])
     assert one(manifests, "RoleBinding")["metadata"]["namespace"] == namespace
     assert one(manifests, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
@@ -341,19 +449,33 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     assert secret["type"] == "kubernetes.io/tls" and set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
     names = dns_names(base64.b64decode(secret["data"]["tls.crt"]))
     service = "yp-yuniplace-webhook"
-    assert names == [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
-                     f"{service}.{namespace}.svc.cluster.local"]
+    assert names == [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
 
 
 def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: str) -> None:
-    monitored = render(cluster, "yp", namespace, {
-        "metrics.serviceMonitor.enabled": "true", "metrics.serviceMonitor.labels.release": "prometheus",
-        "metrics.serviceMonitor.interval": "15s",
-    })
+    monitored = render(
+        cluster,
+        "yp",
+        namespace,
+        {
+            "metrics.serviceMonitor.enabled": "true",
+            "metrics.serviceMonitor.labels.release": "prometheus",
+            "metrics.serviceMonitor.interval": "15s",
+        },
+    )
     monitor = one(monitored, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
-    assert monitor["spec"]["endpoints"][0] == {"port": "http-metrics", "path": "/metrics", "interval": "15s",
-                                               "scrapeTimeout": "10s"}
+    assert monitor["spec"]["endpoints"][0] == {
+        "port": "http-metrics",
+        "path": "/metrics",
+        "interval": "15s",
+        "scrapeTimeout": "10s",
+    }
 
     managed = render(cluster, "yp", namespace, {"webhook.tls.certManager.enabled": "true"})
     assert {m["kind"] for m in managed} >= {"Certificate", "Issuer"} and not objects(managed, "Secret")
@@ -365,24 +487,54 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
     assert one(managed, "Certificate")["spec"]["secretName"] == "yp-yuniplace-webhook-tls"
     assert not any(m["kind"] in ("Certificate", "Issuer") for m in render(cluster, "yp", namespace))
 
-    existing = render(cluster, "yp", namespace,
-                      {"webhook.tls.existingSecret": "my-tls", "webhook.tls.caBundle": "Q0E="})
+    existing = render(
+        cluster, "yp", namespace, {"webhook.tls.existingSecret": "my-tls", "webhook.tls.caBundle": "Q0E="}
+    )
     assert not objects(existing, "Secret")
-    assert {h["clientConfig"]["caBundle"] for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-            for h in one(existing, k)["webhooks"]} == {"Q0E="}
+    assert {
+        h["clientConfig"]["caBundle"]
+        for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for h in one(existing, k)["webhooks"]
+    } == {"Q0E="}
     volumes = one(existing, "Deployment")["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "webhook-tls", "secret": {"secretName": "my-tls", "items": [
-        {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}} in volumes
+    assert {
+        "name": "webhook-tls",
+        "secret": {
+            "secretName": "my-tls",
+            "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}],
+        },
+    } in volumes
 
     # Without a caBundle, the CA must come from the Secret, which `helm template` cannot read.
-    refused = helm(cluster, "template", "yp", str(CHART), "--namespace", namespace, "--kube-version",
-                   server_version(cluster), "--set", "webhook.tls.existingSecret=my-tls", check=False)
+    refused = helm(
+        cluster,
+        "template",
+        "yp",
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        server_version(cluster),
+        "--set",
+        "webhook.tls.existingSecret=my-tls",
+        check=False,
+    )
     assert refused.returncode != 0 and "webhook.tls.caBundle is required" in refused.stderr
 
-    plain = render(cluster, "yp", namespace, {"webhook.enabled": "false", "replicaCount": "1", "memberEvents": "false",
-                                              "priorityClassName": "system-cluster-critical"})
+    plain = render(
+        cluster,
+        "yp",
+        namespace,
+        {
+            "webhook.enabled": "false",
+            "replicaCount": "1",
+            "memberEvents": "false",
+            "priorityClassName": "system-cluster-critical",
+        },
+    )
     assert not {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret", "PodDisruptionBudget"} & {
-        m["kind"] for m in plain}
+        m["kind"] for m in plain
+    }
     args = container_args(plain)
     assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
@@ -415,15 +567,71 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
     assert rule_verbs(apps_role) == CONTROLLER_RULES
 
     assert 'admission must be capacity or off, not "sometimes"' in refused_render(
-        cluster, namespace, "--set", "admission=sometimes")
+        cluster, namespace, "--set", "admission=sometimes"
+    )
     for wrong in ("0", "-5", "soon"):
         assert "strictBackoffSeconds must be" in refused_render(
-            cluster, namespace, "--set", f"strictBackoffSeconds={wrong}"), wrong
+            cluster, namespace, "--set", f"strictBackoffSeconds={wrong}"
+        ), wrong
+
+
+def test_rewrite_scheduler_name_values(cluster: Cluster, namespace: str) -> None:
+    """auto (the default), always or never, with YAML's true and false read as always and never; the
+    mutating webhook sees pods for YuniKorn unless never."""
+    for value, mode in (
+        ("auto", "auto"),
+        ("true", "always"),
+        ("always", "always"),
+        ("false", "never"),
+        ("never", "never"),
+    ):
+        manifests = render(cluster, "yp", namespace, {"webhook.rewriteSchedulerName": value})
+        assert f"--rewrite-scheduler-name={mode}" in container_args(manifests), value
+        mutating = one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]
+        assert ("schedulerName" in mutating["matchConditions"][0]["expression"]) == (mode != "never"), value
+    assert "webhook.rewriteSchedulerName must be auto, always or never" in refused_render(
+        cluster, namespace, "--set", "webhook.rewriteSchedulerName=sometimes"
+    )
+
+
+def test_shared_cluster_values(cluster: Cluster, namespace: str) -> None:
+    """Each shared-cluster value maps to its flag; values the controller would refuse fail the render."""
+    shared = render(
+        cluster,
+        "yp",
+        namespace,
+        {
+            "headClaimSeconds": "60",
+            "maxPlaceholdersPerNamespace": "0",
+            "maxWaitingApplicationsPerNamespace": "10",
+            "gangGroupNamespaces[0]": "{team-a,team-b}",
+            "gangGroupNamespaces[1]": "{etl,ml}",
+        },
+    )
+    args = container_args(shared)
+    for flag in (
+        "--head-claim=60",
+        "--max-placeholders-per-namespace=0",
+        "--max-waiting-per-namespace=10",
+        "--gang-group-namespaces=team-a,team-b",
+        "--gang-group-namespaces=etl,ml",
+    ):
+        assert flag in args, (flag, args)
+    for value, wrong in (
+        ("headClaimSeconds", "0"),
+        ("maxPlaceholdersPerNamespace", "-1"),
+        ("maxWaitingApplicationsPerNamespace", "many"),
+    ):
+        assert f"{value} must be" in refused_render(cluster, namespace, "--set", f"{value}={wrong}"), value
 
 
 def pod_group(name: str, spec: Manifest, status: Manifest | None = None) -> Manifest:
-    manifest = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name},
-                "spec": spec}
+    manifest = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
     if status is not None:
         manifest["status"] = status
     return manifest
@@ -435,9 +643,9 @@ def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace
     under its names, validates its spec, and takes a status through the status subresource only, as
     yuniplace writes it."""
     shipped = objects(render(cluster, "yp", namespace, None, "--include-crds"), "CustomResourceDefinition")
-    assert [m["metadata"]["name"] for m in shipped] == ["podgroups.scheduling.x-k8s.io"]
+    assert sorted(m["metadata"]["name"] for m in shipped) == sorted(["podgroups.scheduling.x-k8s.io", *VOLCANO_CRDS])
     assert not objects(render(cluster, "yp", namespace), "CustomResourceDefinition"), "a CRD in templates/"
-    [crd] = shipped
+    [crd] = [m for m in shipped if m["metadata"]["name"] == "podgroups.scheduling.x-k8s.io"]
     assert "api-approved.kubernetes.io" not in crd["metadata"].get("annotations", {})
     assert crd["spec"]["group"] == "scheduling.x-k8s.io" and crd["spec"]["scope"] == "Namespaced"
     assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [("v1alpha1", True, True)]
@@ -453,13 +661,23 @@ def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace
 
     # The spec as scheduler-plugins' clients write it; a status sent on create is dropped (subresource).
     path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
-    spec = {"minMember": 3, "minResources": {"cpu": "1500m", "memory": "3Gi", "nvidia.com/gpu": 2},
-            "scheduleTimeoutSeconds": 0}
+    spec = {
+        "minMember": 3,
+        "minResources": {"cpu": "1500m", "memory": "3Gi", "nvidia.com/gpu": 2},
+        "scheduleTimeoutSeconds": 0,
+    }
     created = cluster.client.create(path, pod_group("pg", spec, {"phase": "Running", "running": 3}))
     assert created["spec"] == spec and not created.get("status")
 
-    status = {"phase": "Scheduled", "occupiedBy": f"{namespace}/job", "scheduled": 3, "running": 0,
-              "succeeded": 0, "failed": 0, "scheduleStartTime": "2026-01-01T00:00:00Z"}
+    status = {
+        "phase": "Scheduled",
+        "occupiedBy": f"{namespace}/job",
+        "scheduled": 3,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "scheduleStartTime": "2026-01-01T00:00:00Z",
+    }
     patched = cluster.client.patch(f"{path}/pg/status", {"status": status, "spec": {"minMember": 9}})
     assert patched["status"] == status and patched["spec"]["minMember"] == 3
     printed = cluster.kubectl("get", "pg", "-n", namespace).splitlines()
@@ -478,14 +696,129 @@ def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace
         cluster.client.patch(f"{path}/pg/status", {"status": {"scheduleStartTime": "yesterday"}})
 
 
+def volcano_pod_group(name: str, spec: Manifest, status: Manifest | None = None) -> Manifest:
+    manifest = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    if status is not None:
+        manifest["status"] = status
+    return manifest
+
+
+def test_volcano_crds_are_accepted_and_serve_status(cluster: Cluster, namespace: str) -> None:
+    """The chart's Volcano CRDs: the real apiserver accepts them (no api-approved annotation is needed
+    for volcano.sh) and serves Volcano's PodGroup and Queue under Volcano's names, keeping the fields
+    they do not describe, defaulting a PodGroup's queue as Volcano does, taking its status through the
+    status subresource only (as yuniplace writes it), and refusing what yuniplace could not read."""
+    shipped = {
+        m["metadata"]["name"]: m
+        for m in objects(render(cluster, "yp", namespace, None, "--include-crds"), "CustomResourceDefinition")
+    }
+    for name in VOLCANO_CRDS:
+        crd = shipped[name]
+        assert "api-approved.kubernetes.io" not in crd["metadata"].get("annotations", {})
+        assert crd["spec"]["group"] == "scheduling.volcano.sh"
+        assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [("v1beta1", True, True)]
+        assert crd["spec"]["versions"][0]["subresources"] == {"status": {}}
+    assert shipped["podgroups.scheduling.volcano.sh"]["spec"]["scope"] == "Namespaced"
+    assert shipped["queues.scheduling.volcano.sh"]["spec"]["scope"] == "Cluster"
+
+    cluster.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    for name in VOLCANO_CRDS:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    wait_until(lambda: pod_group_api_served(cluster, keys.VOLCANO_API), 30)
+    served = {r["name"]: r for r in cluster.client.get(keys.VOLCANO_API)["resources"]}
+    assert set(served) == {"podgroups", "podgroups/status", "queues", "queues/status"}, served
+    assert served["podgroups"]["kind"] == "PodGroup" and served["podgroups"]["namespaced"] is True
+    assert served["podgroups"]["shortNames"] == ["podgroup-v1beta1"]  # `pg` stays scheduler-plugins'
+    assert served["queues"]["kind"] == "Queue" and served["queues"]["namespaced"] is False
+    assert sorted(served["queues"]["shortNames"]) == ["q", "queue-v1beta1"]
+
+    # A PodGroup as Volcano's Job controller writes it, with a field the CRD does not describe; a status
+    # sent on create is dropped (subresource), and the queue defaults to Volcano's.
+    path = f"{keys.VOLCANO_API}/namespaces/{namespace}/podgroups"
+    spec = {
+        "minMember": 3,
+        "minTaskMember": {"ps": 1, "worker": 2},
+        "minResources": {"cpu": "9", "memory": "17Gi", "nvidia.com/gpu": 2},
+        "priorityClassName": "batch-high",
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    created = cluster.client.create(path, volcano_pod_group("tf", spec, {"phase": "Running", "running": 3}))
+    assert created["spec"] == {**spec, "queue": "default"} and not created.get("status"), created
+    status = {
+        "phase": "Inqueue",
+        "running": 1,
+        "succeeded": 0,
+        "failed": 0,
+        "conditions": [
+            {
+                "type": "Scheduled",
+                "status": "False",
+                "reason": "Reserving",
+                "message": "placeholders are reserving room for the whole gang",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+    }
+    patched = cluster.client.patch(f"{path}/tf/status", {"status": status, "spec": {"minMember": 9}})
+    assert patched["status"] == status and patched["spec"]["minMember"] == 3
+    printed = cluster.kubectl("get", "podgroups.scheduling.volcano.sh", "-n", namespace).splitlines()
+    assert printed[0].split() == ["NAME", "STATUS", "MINMEMBER", "RUNNING", "SUCCEEDED", "QUEUE", "AGE"], printed
+    assert printed[1].split()[:6] == ["tf", "Inqueue", "3", "1", "0", "default"], printed
+    for name, wrong, field in (
+        ("negative-task", {"minMember": 1, "minTaskMember": {"worker": -1}}, "spec.minTaskMember.worker"),
+        ("not-a-quantity", {"minMember": 1, "minResources": {"cpu": "lots"}}, "spec.minResources.cpu"),
+        ("queue-not-a-name", {"minMember": 1, "queue": 7}, "spec.queue"),
+    ):
+        with pytest.raises(ApiError, match=re.escape(field)):
+            cluster.client.create(path, volcano_pod_group(name, wrong))
+    with pytest.raises(ApiError, match="lastTransitionTime"):
+        condition = {"type": "Scheduled", "status": "True", "lastTransitionTime": "yesterday"}
+        cluster.client.patch(f"{path}/tf/status", {"status": {"conditions": [condition]}})
+
+    # A Queue (cluster-scoped) with what a gang in it may use, and a field the CRD does not describe.
+    queue = f"{namespace}-q"
+    queue_spec = {"capability": {"cpu": "8", "memory": "16Gi"}, "weight": 1, "parent": "root", "type": "batch"}
+    queues = f"{keys.VOLCANO_API}/queues"
+    try:
+        made = cluster.client.create(
+            queues,
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": queue},
+                "spec": queue_spec,
+            },
+        )
+        assert made["spec"] == queue_spec, made
+        with pytest.raises(ApiError, match=re.escape("spec.capability.cpu")):
+            cluster.client.create(
+                queues,
+                {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "Queue",
+                    "metadata": {"name": f"{queue}-bad"},
+                    "spec": {"capability": {"cpu": "eight"}},
+                },
+            )
+    finally:
+        cluster.client.delete(f"{queues}/{queue}")
+
+
 # -- install -----------------------------------------------------------------------------------------
 
 
 def test_install_and_upgrade_keep_the_webhook_certificate(cluster: Cluster, namespace: str, release: str) -> None:
     helm(cluster, "install", release, str(CHART), "--namespace", namespace, "--wait", "--timeout", "60s")
     secret_name = f"{release}-yuniplace-webhook-tls"
-    [config] = cluster.client.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-                                  labelSelector=f"app.kubernetes.io/instance={release}")["items"]
+    [config] = cluster.client.get(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        labelSelector=f"app.kubernetes.io/instance={release}",
+    )["items"]
     config_name = config["metadata"]["name"]
     assert len(config_name) <= 63 and config_name.startswith(f"{release}-yuniplace-")
     installed = secret_data(cluster, namespace, secret_name)
@@ -502,8 +835,19 @@ def test_install_and_upgrade_keep_the_webhook_certificate(cluster: Cluster, name
     assert deployment["metadata"]["generation"] == 1, "an upgrade without changes rolled the replicas"
 
     # New names need a new certificate: issued, trusted by the webhooks, and the replicas roll to it.
-    helm(cluster, "upgrade", release, str(CHART), "--namespace", namespace, "--wait", "--timeout", "60s",
-         "--set", "webhook.tls.extraDNSNames={yuniplace.example.com}")
+    helm(
+        cluster,
+        "upgrade",
+        release,
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--wait",
+        "--timeout",
+        "60s",
+        "--set",
+        "webhook.tls.extraDNSNames={yuniplace.example.com}",
+    )
     renewed = secret_data(cluster, namespace, secret_name)
     assert renewed["tls.crt"] != installed["tls.crt"]
     assert "yuniplace.example.com" in dns_names(renewed["tls.crt"])
@@ -519,65 +863,113 @@ def service_account_kubeconfig(cluster: Cluster, namespace: str, account: str, p
     """A kubeconfig that authenticates as the ServiceAccount, as the in-cluster controller does."""
     token = cluster.kubectl("create", "token", account, "--namespace", namespace, "--duration", "1h").strip()
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": admin["clusters"],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": account, "context": {"cluster": admin["clusters"][0]["name"], "user": account}}],
-        "current-context": account,
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": admin["clusters"],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [{"name": account, "context": {"cluster": admin["clusters"][0]["name"], "user": account}}],
+                "current-context": account,
+            }
+        )
+    )
     return path
 
 
-@pytest.mark.parametrize(("scope", "admission"), [("cluster", "capacity"), ("namespace", "capacity"),
-                                                   ("namespace", "off")])
+@pytest.mark.parametrize(
+    ("scope", "admission"), [("cluster", "capacity"), ("namespace", "capacity"), ("namespace", "off")]
+)
 def test_controller_needs_no_more_than_the_chart_grants(
-    cluster: Cluster, namespace: str, release: str, pool: Callable[..., Placement], tmp_path: Path, scope: str,
+    cluster: Cluster,
+    namespace: str,
+    release: str,
+    pool: Callable[..., Placement],
+    tmp_path: Path,
+    scope: str,
     admission: str,
 ) -> None:
     """The real controller, authenticated as the chart's ServiceAccount (ClusterRole, or Role with
     watchNamespace; plus the read-only admission ClusterRole unless admission is off), leads through
-    the chart's Lease and runs a YuniKorn gang and a PodGroup gang to the end."""
+    the chart's Lease and runs a YuniKorn gang, a PodGroup gang and a Volcano gang to the end."""
     values = {"replicaCount": "0", "webhook.enabled": "false", "admission": admission}
     if scope == "namespace":
         values["watchNamespace"] = namespace
-    # helm installs the chart's PodGroup CRD unless the cluster has it already.
+    # helm installs the chart's PodGroup CRDs unless the cluster has them already.
     helm(cluster, "install", release, str(CHART), "--namespace", namespace, *set_flags(values))
-    wait_until(lambda: pod_group_api_served(cluster), 30)
+    wait_until(lambda: pod_group_api_served(cluster) and pod_group_api_served(cluster, keys.VOLCANO_API), 30)
     account = lease = f"{release}-yuniplace"
-    bound = cluster.client.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                               labelSelector=f"app.kubernetes.io/instance={release}")["items"]
-    assert len(bound) == {("cluster", "capacity"): 2, ("namespace", "capacity"): 1, ("namespace", "off"): 0}[
-        (scope, admission)], [b["metadata"]["name"] for b in bound]
+    bound = cluster.client.get(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", labelSelector=f"app.kubernetes.io/instance={release}"
+    )["items"]
+    assert (
+        len(bound)
+        == {("cluster", "capacity"): 2, ("namespace", "capacity"): 1, ("namespace", "off"): 0}[(scope, admission)]
+    ), [b["metadata"]["name"] for b in bound]
     kubeconfig = service_account_kubeconfig(cluster, namespace, account, tmp_path / "kubeconfig")
-    process = ControllerProcess.for_namespace(kubeconfig, namespace, tmp_path, "--leader-elect",
-                                              f"--leader-election-namespace={namespace}",
-                                              f"--leader-election-id={lease}", f"--admission={admission}",
-                                              name="chart-controller")
+    process = ControllerProcess.for_namespace(
+        kubeconfig,
+        namespace,
+        tmp_path,
+        "--leader-elect",
+        f"--leader-election-namespace={namespace}",
+        f"--leader-election-id={lease}",
+        f"--admission={admission}",
+        name="chart-controller",
+    )
     process.start()
     try:
         place = pool(2, cpu="4", memory="8Gi")
-        groups = [place.group("driver", 1, cpu="500m", memory="512Mi"),
-                  place.group("executor", 2, cpu="1", memory="1Gi")]
-        members = {"app-driver": ("driver", "500m", "512Mi"), "app-exec-1": ("executor", "1", "1Gi"),
-                   "app-exec-2": ("executor", "1", "1Gi")}
+        groups = [
+            place.group("driver", 1, cpu="500m", memory="512Mi"),
+            place.group("executor", 2, cpu="1", memory="1Gi"),
+        ]
+        members = {
+            "app-driver": ("driver", "500m", "512Mi"),
+            "app-exec-1": ("executor", "1", "1Gi"),
+            "app-exec-2": ("executor", "1", "1Gi"),
+        }
         for name, (group, cpu, memory) in members.items():
-            pod = gang_pod(name, "chart-app", group, task_groups=groups if group == "driver" else None,
-                           cpu=cpu, memory=memory)
+            pod = gang_pod(
+                name, "chart-app", group, task_groups=groups if group == "driver" else None, cpu=cpu, memory=memory
+            )
             cluster.create_pod(namespace, place.pin(pod))
         # A PodGroup gang: the PodGroups are read (list, watch) and their status is written back.
         pod_groups = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
         cluster.client.create(pod_groups, pod_group("pg-app", {"minMember": 2}))
         for index in (1, 2):
-            pod = make_pod(f"pg-app-{index}", cpu="500m", memory="256Mi", gates=[keys.GATE],
-                           labels={keys.POD_GROUP_LABEL: "pg-app"})
+            pod = make_pod(
+                f"pg-app-{index}",
+                cpu="500m",
+                memory="256Mi",
+                gates=[keys.GATE],
+                labels={keys.POD_GROUP_LABEL: "pg-app"},
+            )
             cluster.create_pod(namespace, place.pin(pod))
-        for name in [*members, "pg-app-1", "pg-app-2"]:
+        # A Volcano gang: Volcano's PodGroups are read, and their status written back as well.
+        volcano_groups = f"{keys.VOLCANO_API}/namespaces/{namespace}/podgroups"
+        cluster.client.create(volcano_groups, volcano_pod_group("vc-app", {"minMember": 2}))
+        for index in (1, 2):
+            pod = make_pod(
+                f"vc-app-{index}",
+                cpu="500m",
+                memory="256Mi",
+                gates=[keys.GATE],
+                annotations={keys.VOLCANO_GROUP_NAME: "vc-app"},
+            )
+            cluster.create_pod(namespace, place.pin(pod))
+        for name in [*members, "pg-app-1", "pg-app-2", "vc-app-1", "vc-app-2"]:
             cluster.wait_pod(namespace, name, is_running)
-        status = wait_until(lambda: (s := cluster.client.get(f"{pod_groups}/pg-app").get("status") or {})
-                            .get("running") == 2 and s, 30)
+        status = wait_until(
+            lambda: (s := cluster.client.get(f"{pod_groups}/pg-app").get("status") or {}).get("running") == 2 and s, 30
+        )
         assert status["phase"] == "Running" and status["scheduled"] == 2, status
+        volcano_status = wait_until(
+            lambda: (s := cluster.client.get(f"{volcano_groups}/vc-app").get("status") or {}).get("running") == 2 and s,
+            30,
+        )
+        assert volcano_status["phase"] == "Running", volcano_status
         holder = cluster.client.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
         assert holder["spec"]["holderIdentity"] == "chart-controller"
         assert events_for(cluster, namespace, "GangReservationComplete"), "no event was posted"
@@ -601,8 +993,16 @@ class WebhookProcess:
         self.health_port = free_port()
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "yuniplace", "webhook", f"--webhook-address=127.0.0.1:{port}",
-             f"--tls-cert-file={cert}", f"--tls-key-file={key}", f"--http-address=127.0.0.1:{self.health_port}"],
+            [
+                sys.executable,
+                "-m",
+                "yuniplace",
+                "webhook",
+                f"--webhook-address=127.0.0.1:{port}",
+                f"--tls-cert-file={cert}",
+                f"--tls-key-file={key}",
+                f"--http-address=127.0.0.1:{self.health_port}",
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -626,11 +1026,14 @@ class WebhookProcess:
 def dialect_pods(suffix: str) -> dict[str, Manifest]:
     """A valid pod of each other gang dialect: the webhooks must see (and gate) every one."""
     return {
-        "coscheduling": make_pod(f"coscheduling-{suffix}", labels={
-            keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "2"}),
-        "koordinator": make_pod(f"koordinator-{suffix}", annotations={
-            keys.KOORDINATOR_NAME: "koord", keys.KOORDINATOR_MIN_AVAILABLE: "2"}),
+        "coscheduling": make_pod(
+            f"coscheduling-{suffix}", labels={keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "2"}
+        ),
+        "koordinator": make_pod(
+            f"koordinator-{suffix}", annotations={keys.KOORDINATOR_NAME: "koord", keys.KOORDINATOR_MIN_AVAILABLE: "2"}
+        ),
         "pod-group": make_pod(f"pod-group-{suffix}", labels={keys.POD_GROUP_LABEL: "pg"}),
+        "volcano": make_pod(f"volcano-{suffix}", annotations={keys.VOLCANO_GROUP_NAME: "vc"}),
     }
 
 
@@ -639,11 +1042,20 @@ def near_misses(suffix: str) -> dict[str, Manifest]:
     so the matchConditions must not send them."""
     return {
         "task-group-label": make_pod(f"task-group-label-{suffix}", labels={keys.TASK_GROUP_NAME: "driver"}),
-        "coscheduling-annotation": make_pod(f"coscheduling-annotation-{suffix}",
-                                            annotations={keys.COSCHEDULING_NAME: "cos"}),
+        "coscheduling-annotation": make_pod(
+            f"coscheduling-annotation-{suffix}", annotations={keys.COSCHEDULING_NAME: "cos"}
+        ),
         "koordinator-label": make_pod(f"koordinator-label-{suffix}", labels={keys.KOORDINATOR_NAME: "koord"}),
         "pod-group-annotation": make_pod(f"pod-group-annotation-{suffix}", annotations={keys.POD_GROUP_LABEL: "pg"}),
+        "volcano-label": make_pod(f"volcano-label-{suffix}", labels={keys.VOLCANO_GROUP_NAME: "vc"}),
     }
+
+
+def volcanos_own(name: str) -> Manifest:
+    """A gang pod for Volcano's own scheduler: Volcano's business, which the webhooks leave as it is."""
+    pod = make_pod(name, annotations={keys.VOLCANO_GROUP_NAME: "vc"})
+    pod["spec"]["schedulerName"] = "volcano"
+    return pod
 
 
 def refusal(cluster: Cluster, namespace: str, pod: Manifest) -> str:
@@ -659,23 +1071,41 @@ def test_webhooks_gate_and_validate_only_gang_pods(
     cluster: Cluster, namespace: str, other_namespace: str, release: str, tmp_path: Path
 ) -> None:
     port = free_port()
-    helm(cluster, "install", release, str(CHART), "--namespace", namespace, *set_flags({
-        "replicaCount": "0",
-        "webhook.url": f"https://127.0.0.1:{port}",
-        "webhook.tls.extraIPs": "{127.0.0.1}",
-        # Only the test's namespace: other tests' pods never meet this webhook.
-        "webhook.namespaceSelector.matchExpressions[0].key": "kubernetes.io/metadata.name",
-        "webhook.namespaceSelector.matchExpressions[0].operator": "In",
-        "webhook.namespaceSelector.matchExpressions[0].values": f"{{{other_namespace}}}",
-    }))
+    helm(
+        cluster,
+        "install",
+        release,
+        str(CHART),
+        "--namespace",
+        namespace,
+        *set_flags(
+            {
+                "replicaCount": "0",
+                "webhook.url": f"https://127.0.0.1:{port}",
+                "webhook.tls.extraIPs": "{127.0.0.1}",
+                # Only the test's namespace: other tests' pods never meet this webhook.
+                "webhook.namespaceSelector.matchExpressions[0].key": "kubernetes.io/metadata.name",
+                "webhook.namespaceSelector.matchExpressions[0].operator": "In",
+                "webhook.namespaceSelector.matchExpressions[0].values": f"{{{other_namespace}}}",
+            }
+        ),
+    )
     tls = secret_data(cluster, namespace, f"{release}-yuniplace-webhook-tls")
     (tmp_path / "tls.crt").write_bytes(tls["tls.crt"])
     (tmp_path / "tls.key").write_bytes(tls["tls.key"])
     webhook = WebhookProcess(tmp_path / "tls.crt", tmp_path / "tls.key", port, tmp_path / "webhook.log")
     try:
         wait_until(webhook.ready, 30)
-        cluster.create_pod(other_namespace, gang_pod("gang-driver", "app", "driver", gated=False, task_groups=[
-            {"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "128Mi"}}]))
+        cluster.create_pod(
+            other_namespace,
+            gang_pod(
+                "gang-driver",
+                "app",
+                "driver",
+                gated=False,
+                task_groups=[{"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "128Mi"}}],
+            ),
+        )
         cluster.create_pod(other_namespace, gang_pod("gang-exec", "app", "driver", gated=False))
         cluster.create_pod(other_namespace, make_pod("plain"))
         placeholder = gang_pod("placeholder-like", "app", "driver", gated=False)
@@ -697,11 +1127,19 @@ def test_webhooks_gate_and_validate_only_gang_pods(
         for pod in near_misses("up").values():
             cluster.create_pod(other_namespace, pod)
             assert gates(pod["metadata"]["name"]) == [], pod["metadata"]
+        # A Volcano gang pod for Volcano's own scheduler is sent, and left alone, however it is written.
+        cluster.create_pod(other_namespace, volcanos_own("volcano-scheduler"))
+        invalid_for_volcano = volcanos_own("volcano-scheduler-odd-task")
+        invalid_for_volcano["metadata"]["annotations"][keys.VOLCANO_TASK] = "PS_0"
+        cluster.create_pod(other_namespace, invalid_for_volcano)
+        assert gates("volcano-scheduler") == [] and gates("volcano-scheduler-odd-task") == []
 
         invalid = gang_pod("invalid", "app", "driver", gated=False, task_groups=[{"name": "driver", "minMember": 0}])
         assert "invalid gang annotations" in refusal(cluster, other_namespace, invalid)
         invalid = make_pod("invalid-cos", labels={keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "0"})
         assert keys.COSCHEDULING_MIN_AVAILABLE in refusal(cluster, other_namespace, invalid)
+        invalid = make_pod("invalid-volcano", annotations={keys.VOLCANO_GROUP_NAME: "vc", keys.VOLCANO_TASK: "PS_0"})
+        assert keys.VOLCANO_TASK in refusal(cluster, other_namespace, invalid)
     finally:
         webhook.stop()
 
@@ -713,3 +1151,50 @@ def test_webhooks_gate_and_validate_only_gang_pods(
     cluster.create_pod(other_namespace, make_pod("plain-while-down"))
     for pod in near_misses("down").values():
         cluster.create_pod(other_namespace, pod)
+
+
+def test_queues_values_render_the_configmap_its_role_and_the_flags(cluster: Cluster, namespace: str) -> None:
+    """A queues.yaml given in values becomes a ConfigMap the controller is pointed at and may read (that
+    one only, with a Role in its namespace), and the server accepts all of it; YuniKorn's own ConfigMap
+    in its namespace is read where it is; queues without capacity admission are refused."""
+    queues_yaml = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n"
+    manifests = render(
+        cluster,
+        "yp",
+        namespace,
+        {"queues.placeholdersAfterSeconds": "90"},
+        "--set-string",
+        f"queues.queuesYaml={queues_yaml}",
+    )
+    configmap = one(manifests, "ConfigMap")
+    assert configmap["metadata"] == {
+        "name": "yp-yuniplace-queues",
+        "namespace": namespace,
+        "labels": configmap["metadata"]["labels"],
+    }
+    assert configmap["data"] == {"queues.yaml": queues_yaml}
+    args = container_args(manifests)
+    assert f"--queues-configmap={namespace}/yp-yuniplace-queues" in args and "--create-placeholders-after=90" in args
+    queues_role = next(r for r in objects(manifests, "Role") if r["metadata"]["name"] == "yp-yuniplace-queues")
+    assert queues_role["metadata"]["namespace"] == namespace
+    assert sorted((r["resources"], r["verbs"], r.get("resourceNames")) for r in queues_role["rules"]) == [
+        (["configmaps"], ["list", "watch"], ["yp-yuniplace-queues"]),
+        (["events"], ["create"], None),
+    ]
+    admission_role = next(r for r in objects(manifests, "ClusterRole") if ("", "nodes") in rule_verbs(r))
+    assert rule_verbs(admission_role) == {**ADMISSION_RULES, ("", "namespaces"): {"list", "watch"}}
+    dry_run(cluster, manifests, namespace)  # the server accepts every object (it asserts so)
+
+    yunikorn = render(
+        cluster, "yp", namespace, {"queues.configMap": "yunikorn-configs", "queues.configMapNamespace": "yunikorn"}
+    )
+    assert not objects(yunikorn, "ConfigMap")
+    assert "--queues-configmap=yunikorn/yunikorn-configs" in container_args(yunikorn)
+    assert "--create-placeholders-after" not in " ".join(container_args(yunikorn))
+    role = next(r for r in objects(yunikorn, "Role") if r["metadata"]["name"] == "yp-yuniplace-queues")
+    assert role["metadata"]["namespace"] == "yunikorn" and role["rules"][0]["resourceNames"] == ["yunikorn-configs"]
+
+    refused = refused_render(cluster, namespace, "--set", "queues.configMap=q", "--set", "admission=off")
+    assert "queues need admission: capacity" in refused
+    refused = refused_render(cluster, namespace, "--set", "queues.placeholdersAfterSeconds=soon")
+    assert "queues.placeholdersAfterSeconds must be a number of seconds" in refused

@@ -31,9 +31,23 @@ def shell(env_lines: str, command: str) -> str:
 def test_second_cluster_with_custom_nodes_runs_beside_the_first(cluster: Cluster) -> None:
     name = f"side-{uuid.uuid4().hex[:6]}"
     up = run(
-        "up", "--name", name, "--nodes", "2", "--node-cpu", "4", "--node-memory", "8Gi", "--node-pods", "20",
-        "--node-resource", "nvidia.com/gpu=8", "--node-label", "pool=gpu",
-        "--node-taint", "nvidia.com/gpu=present:NoSchedule",
+        "up",
+        "--name",
+        name,
+        "--nodes",
+        "2",
+        "--node-cpu",
+        "4",
+        "--node-memory",
+        "8Gi",
+        "--node-pods",
+        "20",
+        "--node-resource",
+        "nvidia.com/gpu=8",
+        "--node-label",
+        "pool=gpu",
+        "--node-taint",
+        "nvidia.com/gpu=present:NoSchedule",
     )
     try:
         assert up.returncode == 0, up.stderr

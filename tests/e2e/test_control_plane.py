@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.support import Cluster, condition, is_bound, is_running, is_unschedulable, make_pod
+from tests.e2e.support import (
+    Cluster,
+    condition,
+    is_bound,
+    is_running,
+    is_unschedulable,
+    make_pod,
+)
 from yuniplace.localcluster import wait_until
 
 NODE_PREFIX = "kwok-node-"
@@ -86,7 +93,9 @@ def test_kubectl_get_events_shows_the_schedulers_events(cluster: Cluster, namesp
 
     def scheduled_event() -> dict | None:
         events = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json"))["items"]
-        return next((e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "observed"), None)
+        return next(
+            (e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "observed"), None
+        )
 
     event = wait_until(scheduled_event, 30)
     assert event["reportingComponent"] == "default-scheduler"

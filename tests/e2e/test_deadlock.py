@@ -53,8 +53,12 @@ class Jobs:
         self.succeeded: dict[str, set[str]] = defaultdict(set)
         self.done_at: dict[str, float] = {}
         self.hold: set[str] = set()  # jobs the test keeps running for now
-        self._watch = ListWatch(cluster.client, f"/api/v1/namespaces/{namespace}/pods",
-                                on_list=lambda pods: [self._seen("ADDED", pod) for pod in pods], on_event=self._seen)
+        self._watch = ListWatch(
+            cluster.client,
+            f"/api/v1/namespaces/{namespace}/pods",
+            on_list=lambda pods: [self._seen("ADDED", pod) for pod in pods],
+            on_event=self._seen,
+        )
 
     def _seen(self, kind: str, pod: Pod) -> None:
         meta = pod["metadata"]
@@ -65,7 +69,9 @@ class Jobs:
                 app = (meta.get("annotations") or {}).get(keys.PLACEHOLDER_APP, "")
                 gone = kind == "DELETED" or meta.get("deletionTimestamp")
                 (self.live_placeholders[app].discard if gone else self.live_placeholders[app].add)(meta["name"])
-                (self.placed[app].discard if gone or not pod["spec"].get("nodeName") else self.placed[app].add)(meta["name"])
+                (self.placed[app].discard if gone or not pod["spec"].get("nodeName") else self.placed[app].add)(
+                    meta["name"]
+                )
                 self.first_placeholder.setdefault(app, time.monotonic())
                 holding = [a for a, names in self.live_placeholders.items() if names]
                 self.most_apps_holding_at_once = max(self.most_apps_holding_at_once, len(holding))
@@ -94,7 +100,11 @@ class Jobs:
         for app in apps:
             with self.lock:
                 self.hold.discard(app)
-                names = sorted(self.running[app]) if len(self.running[app]) == self.sizes[app] and not self.succeeded[app] else []
+                names = (
+                    sorted(self.running[app])
+                    if len(self.running[app]) == self.sizes[app] and not self.succeeded[app]
+                    else []
+                )
                 if names:
                     self.succeeded[app].add("finishing")
             for name in names:
@@ -102,9 +112,11 @@ class Jobs:
 
     def describe(self) -> str:
         with self.lock:
-            return (f"placeholders placed {dict((a, len(n)) for a, n in self.placed.items())}, "
-                    f"live {dict((a, len(n)) for a, n in self.live_placeholders.items())}, "
-                    f"running {dict((a, len(n)) for a, n in self.running.items())}, standoff {self.standoff}")
+            return (
+                f"placeholders placed {dict((a, len(n)) for a, n in self.placed.items())}, "
+                f"live {dict((a, len(n)) for a, n in self.live_placeholders.items())}, "
+                f"running {dict((a, len(n)) for a, n in self.running.items())}, standoff {self.standoff}"
+            )
 
     def all_done(self) -> bool:
         with self.lock:
@@ -127,8 +139,6 @@ def three_jobs_on_ten_slots(cluster: Cluster, namespace: str, place: Placement, 
         for app in SIZES:
             pod = gang_pod(f"{app}-{i}", app, "workers", task_groups=groups, cpu="1", memory="1Gi", policy=policy)
             cluster.create_pod(namespace, place.pin(pod))
-
-
 
 
 @pytest.fixture
@@ -163,15 +173,20 @@ def test_without_admission_three_gangs_split_ten_slots_and_time_out(
                 makespan = "not finished 90 s after the timeouts (pods released normally split the nodes again)"
             timed_out = {e["involvedObject"]["name"] for e in events_for(cluster, namespace, "PlaceholderTimeOut")}
             with capsys.disabled():
-                print(f"\nadmission off: placeholders of 3 jobs at once; fullest split {jobs.standoff} (of 5 each, "
-                      f"none complete); {len(timed_out)} job(s) timed out; makespan {makespan}")
+                print(
+                    f"\nadmission off: placeholders of 3 jobs at once; fullest split {jobs.standoff} (of 5 each, "
+                    f"none complete); {len(timed_out)} job(s) timed out; makespan {makespan}"
+                )
     finally:
         assert process.stop() == 0, process.log()
 
 
 def test_with_admission_three_gangs_on_ten_slots_all_complete(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, ten_slots: Placement,
-    capsys: pytest.CaptureFixture[str]
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    ten_slots: Placement,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """As above, the jobs run until the test has seen how the cluster was shared out (here: the
     third job told to wait)."""
@@ -188,13 +203,18 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
     waiting = events_for(cluster, namespace, "GangWaiting")
     assert "waiting for free capacity" in waiting[0]["message"] and "queue" in waiting[0]["message"], waiting
     with capsys.disabled():
-        print(f"\nadmission on: all 3 jobs completed, none timed out; makespan {makespan:.1f} s; "
-              f"{waiting[0]['involvedObject']['name']}: {waiting[0]['message']}")
+        print(
+            f"\nadmission on: all 3 jobs completed, none timed out; makespan {makespan:.1f} s; "
+            f"{waiting[0]['involvedObject']['name']}: {waiting[0]['message']}"
+        )
 
 
 def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, pool: Callable[..., Placement],
-    capsys: pytest.CaptureFixture[str]
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    pool: Callable[..., Placement],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """4 slots; two small jobs (2 pods) run when a big one (4 pods) arrives, then small jobs keep
     arriving, one more each time a job finishes. The bound: the big job reserves as soon as the
@@ -229,12 +249,18 @@ def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
         for _ in range(4):
             next_small()
         wait_until(jobs.all_done, 120)
-        later = {app: jobs.first_placeholder[app] for app in sizes if app.startswith("small-") and app not in ("small-0", "small-1")}
-        assert all(t > jobs.first_placeholder["big"] for t in later.values()), \
+        later = {
+            app: jobs.first_placeholder[app]
+            for app in sizes
+            if app.startswith("small-") and app not in ("small-0", "small-1")
+        }
+        assert all(t > jobs.first_placeholder["big"] for t in later.values()), (
             f"a small job that arrived after the big one reserved first: {later} vs {jobs.first_placeholder['big']}"
+        )
     waiting = [e["message"] for e in events_for(cluster, namespace, "GangWaiting")]
     assert any("position" in note for note in waiting), waiting
     with capsys.disabled():
-        print(f"\nstarvation: big gang reserved {big_started:.2f} s after arriving, {after_freed:.2f} s after the jobs "
-              f"running then were let finish; {len(later)} small jobs that arrived later all reserved after it")
-
+        print(
+            f"\nstarvation: big gang reserved {big_started:.2f} s after arriving, {after_freed:.2f} s after the jobs "
+            f"running then were let finish; {len(later)} small jobs that arrived later all reserved after it"
+        )

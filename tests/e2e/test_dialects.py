@@ -1,5 +1,6 @@
 """Each gang dialect's example (examples/dialects) through the whole gang flow on the real control
-plane: placeholders, swap onto reserved nodes, the Job complete, nothing left behind."""
+plane: placeholders, swap onto reserved nodes, the Job complete, nothing left behind; and a Volcano gang
+of two tasks of different sizes, each task swapped into its own placeholders."""
 
 from __future__ import annotations
 
@@ -11,24 +12,46 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.support import Cluster, ControllerProcess, NamespaceRecorder, Placement, placeholders
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    NamespaceRecorder,
+    Placement,
+    finish,
+    is_running,
+    make_pod,
+    placeholders,
+)
 from yuniplace.gang import keys
 from yuniplace.gang.dialects import MEMBER_GROUP
+from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.tools import status
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "dialects"
 CRDS = ROOT / "charts" / "yuniplace" / "crds"
+# Where each kind of PodGroup is served.
+POD_GROUP_APIS = {"scheduling.x-k8s.io/v1alpha1": keys.POD_GROUP_API, "scheduling.volcano.sh/v1beta1": keys.VOLCANO_API}
+
+
+def served(cluster: Cluster, api: str) -> bool:
+    """Whether discovery lists the API's resources yet (it lags the CRD's Established condition)."""
+    try:
+        return bool(cluster.client.get(api).get("resources"))
+    except NotFound:
+        return False
 
 
 @pytest.fixture(scope="module")
 def pod_group_api(cluster: Cluster) -> Iterator[None]:
-    """The chart's PodGroup CRD, installed as `helm install` installs it, and served."""
+    """The chart's PodGroup CRDs (scheduler-plugins' and Volcano's), installed as `helm install`
+    installs them, and served."""
     for crd in sorted(CRDS.glob("*.yaml")):
         cluster.kubectl("apply", "--server-side", "-f", str(crd))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io")
-    wait_until(lambda: cluster.client.get(keys.POD_GROUP_API), 30)
+    for name in ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"):
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    wait_until(lambda: served(cluster, keys.POD_GROUP_API) and served(cluster, keys.VOLCANO_API), 30)
     yield
 
 
@@ -46,10 +69,17 @@ def as_submitted(job: dict[str, Any], place: Placement) -> dict[str, Any]:
     return job
 
 
-@pytest.mark.parametrize("example", ["coscheduling-job.yaml", "koordinator-job.yaml", "podgroup.yaml"])
+@pytest.mark.parametrize(
+    "example", ["coscheduling-job.yaml", "koordinator-job.yaml", "podgroup.yaml", "volcano-job.yaml"]
+)
 def test_dialect_example_runs_through_the_gang_flow(
-    cluster: Cluster, namespace: str, pool: Callable[..., Placement], recorder: NamespaceRecorder,
-    pod_group_api: None, tmp_path: Path, example: str
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    pod_group_api: None,
+    tmp_path: Path,
+    example: str,
 ) -> None:
     process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
     process.start()
@@ -59,7 +89,8 @@ def test_dialect_example_runs_through_the_gang_flow(
         job: dict[str, Any] | None = None
         for document in documents(example):
             if document["kind"] == "PodGroup":
-                pod_group = cluster.client.create(f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups", document)
+                api = POD_GROUP_APIS[document["apiVersion"]]
+                pod_group = cluster.client.create(f"{api}/namespaces/{namespace}/podgroups", document)
             elif document["kind"] == "Job":
                 job = as_submitted(document, place)
                 cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
@@ -78,11 +109,103 @@ def test_dialect_example_runs_through_the_gang_flow(
         assert all(pod["spec"]["nodeName"] in reserved for pod in pods), "a member ran off the reserved nodes"
         wait_until(lambda: not placeholders(cluster, namespace), 30)
         rows = status.collect(cluster.client, namespace, name)
-        assert [(r["application"], r["groups"][0]["name"], r["groups"][0]["required"]) for r in rows] == \
-            [(name, MEMBER_GROUP, completions)], rows
-        if pod_group is not None:
+        assert [(r["application"], r["groups"][0]["name"], r["groups"][0]["required"]) for r in rows] == [
+            (name, MEMBER_GROUP, completions)
+        ], rows
+        if pod_group is not None and pod_group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1":
             path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
-            shown = wait_until(lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30)
+            shown = wait_until(
+                lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30
+            )
             assert shown["succeeded"] == completions and shown["scheduled"] == completions, shown
+        elif pod_group is not None:  # Volcano's: Completed once every member ended, with Volcano's counts
+            path = f"{keys.VOLCANO_API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
+            shown = wait_until(
+                lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Completed" and s, 30
+            )
+            assert shown["succeeded"] == completions and not shown.get("running") and not shown.get("failed"), shown
+            [scheduled] = [c for c in shown["conditions"] if c["type"] == "Scheduled"]
+            assert scheduled["status"] == "True", shown
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+def volcano_task_pod(name: str, task: str, cpu: str, memory: str, place: Placement) -> dict[str, Any]:
+    """A pod of a Volcano Job's task, as its controller marks it, gated as yuniplace's webhook gates it."""
+    pod = make_pod(
+        name,
+        cpu=cpu,
+        memory=memory,
+        gates=[keys.GATE],
+        annotations={keys.VOLCANO_GROUP_NAME: "tf-volcano", keys.VOLCANO_TASK: task},
+    )
+    return place.pin(pod)
+
+
+def test_volcano_tasks_of_different_sizes_each_take_their_own_placeholders(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    pod_group_api: None,
+    tmp_path: Path,
+) -> None:
+    """A parameter server and two workers three times its size (spec.minTaskMember), and an evaluator
+    whose task has no minimum: the placeholders are sized per task, each member lands on a node its
+    own task's placeholder held, the evaluator starts with the gang, and the PodGroup's status follows
+    to Completed."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    process.start()
+    try:
+        # Room for one worker per node: a worker placed where another's room was reserved could not fit.
+        place = pool(3, cpu="4", memory="8Gi")
+        path = f"{keys.VOLCANO_API}/namespaces/{namespace}/podgroups"
+        cluster.client.create(
+            path,
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "tf-volcano"},
+                "spec": {"minMember": 3, "minTaskMember": {"ps": 1, "worker": 2}},
+            },
+        )
+        members = {
+            "tf-ps-0": ("ps", "1", "1Gi"),
+            "tf-worker-0": ("worker", "3", "4Gi"),
+            "tf-worker-1": ("worker", "3", "4Gi"),
+            "tf-evaluator-0": ("evaluator", "200m", "256Mi"),
+        }
+        for name, (task, cpu, memory) in members.items():
+            cluster.create_pod(namespace, volcano_task_pod(name, task, cpu, memory, place))
+        running = {name: cluster.wait_pod(namespace, name, is_running) for name in members}
+
+        # One placeholder per member of each task's minimum, each sized like its task's pods.
+        created = {name: recorder.latest[name] for name in recorder.placeholder_uids}
+        sizes = sorted(
+            (
+                ph["metadata"]["labels"][keys.PLACEHOLDER_GROUP],
+                ph["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            )
+            for ph in created.values()
+        )
+        assert sizes == [("ps", "1"), ("worker", "3"), ("worker", "3")], sizes
+        assert all(len(uids) == 1 for uids in recorder.placeholder_uids.values()), recorder.placeholder_uids
+        assert running["tf-ps-0"]["spec"]["nodeName"] in recorder.group_nodes("ps")
+        workers = {running[name]["spec"]["nodeName"] for name in ("tf-worker-0", "tf-worker-1")}
+        assert workers == recorder.group_nodes("worker") and len(workers) == 2, (workers, recorder.placeholder_nodes)
+        assert not running["tf-evaluator-0"]["spec"].get("schedulingGates")
+        wait_until(lambda: not placeholders(cluster, namespace), 30)
+
+        shown = wait_until(
+            lambda: (s := cluster.client.get(f"{path}/tf-volcano").get("status", {})).get("running") == 4 and s, 30
+        )
+        assert shown["phase"] == "Running", shown
+        for name in members:
+            finish(cluster, namespace, name)
+        shown = wait_until(
+            lambda: (s := cluster.client.get(f"{path}/tf-volcano").get("status", {})).get("phase") == "Completed" and s,
+            30,
+        )
+        assert shown["succeeded"] == 4 and not shown.get("running") and not shown.get("failed"), shown
     finally:
         assert process.stop() == 0, process.log()

@@ -67,8 +67,14 @@ def test_spark_application_gang(
 ) -> None:
     place = pool(4, cpu="8", memory="32Gi")
     groups = [place.group("spark-driver", 1, **DRIVER), place.group("spark-executor", 8, **EXECUTOR)]
-    driver = gang_pod("spark-pi-driver", "spark-pi", "spark-driver", task_groups=groups,
-                      policy="placeholderTimeoutInSeconds=120", **DRIVER)
+    driver = gang_pod(
+        "spark-pi-driver",
+        "spark-pi",
+        "spark-driver",
+        task_groups=groups,
+        policy="placeholderTimeoutInSeconds=120",
+        **DRIVER,
+    )
     cluster.create_pod(namespace, place.pin(driver))
     cluster.wait_pod(namespace, "spark-pi-driver", is_running)
 
@@ -98,16 +104,25 @@ def test_spark_application_gang(
     assert not placeholders(cluster, namespace)
 
     def writes(resource: str) -> float:
-        return sum(value for key, value in controller.metrics().items()
-                   if key.startswith("yuniplace_api_requests_total{") and f'resource="{resource}"' in key
-                   and any(f'verb="{verb}"' in key for verb in ("post", "patch", "delete")))
+        return sum(
+            value
+            for key, value in controller.metrics().items()
+            if key.startswith("yuniplace_api_requests_total{")
+            and f'resource="{resource}"' in key
+            and any(f'verb="{verb}"' in key for verb in ("post", "patch", "delete"))
+        )
 
     # Every member's PlaceholderSwapped event is posted (asynchronously) before counting.
-    wait_until(lambda: controller.metrics().get('yuniplace_events_total{reason="PlaceholderSwapped",type="Normal"}') == 9, 30)
+    wait_until(
+        lambda: controller.metrics().get('yuniplace_events_total{reason="PlaceholderSwapped",type="Normal"}') == 9, 30
+    )
     pod_writes = writes("pods") + writes("pods/status")
     record_property("pod_writes_per_member", round(pod_writes / 9, 2))
-    print(f"API writes for 9 members: {pod_writes:.0f} on pods ({pod_writes / 9:.2f} per member), "
-          f"{writes('events'):.0f} events ({writes('events') / 9:.2f} per member)")
+    print(
+        f"API writes for 9 members: {pod_writes:.0f} on pods ({pod_writes / 9:.2f} per member), "
+        f"{writes('events'):.0f} events ({writes('events') / 9:.2f} per member)"
+    )
+
 
 YUNIKORN_BATCH_JOB = """
 apiVersion: batch/v1
@@ -164,11 +179,15 @@ def test_yunikorn_documentation_batch_job(
 
     def complete() -> bool:
         job = cluster.client.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/batch-sleep-job-9")
-        return any(c["type"] == "Complete" and c["status"] == "True" for c in job.get("status", {}).get("conditions", []))
+        return any(
+            c["type"] == "Complete" and c["status"] == "True" for c in job.get("status", {}).get("conditions", [])
+        )
 
     wait_until(complete, 90)
     assert len(recorder.placeholder_uids) == 2
-    pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=batch-sleep-job-9")["items"]
+    pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=batch-sleep-job-9")[
+        "items"
+    ]
     assert len(pods) == 2
     nodes = recorder.group_nodes("task-group-example")
     assert all(pod["spec"]["nodeName"] in nodes for pod in pods)
@@ -189,8 +208,15 @@ def test_gang_larger_than_the_cluster_times_out(
     groups = [place.group("workers", 6, cpu="7", memory="1Gi")]
     names = [f"worker-{i}" for i in range(6)]
     for i, name in enumerate(names):
-        pod = gang_pod(name, "big", "workers", task_groups=groups if i == 0 else None,
-                       policy=f"placeholderTimeoutInSeconds=8 gangSchedulingStyle={style}", cpu="7", memory="1Gi")
+        pod = gang_pod(
+            name,
+            "big",
+            "workers",
+            task_groups=groups if i == 0 else None,
+            policy=f"placeholderTimeoutInSeconds=8 gangSchedulingStyle={style}",
+            cpu="7",
+            memory="1Gi",
+        )
         cluster.create_pod(namespace, place.pin(pod))
 
     wait_until(lambda: len(recorder.placeholder_nodes) == 4, 30)  # four placed, two cannot be
@@ -202,9 +228,14 @@ def test_gang_larger_than_the_cluster_times_out(
     assert timeouts and timeouts[0]["type"] == "Warning" and "4/6 placeholders placed" in timeouts[0]["message"]
     if style == "Soft":
         for name in names:
-            cluster.wait_pod(namespace, name, lambda pod: not any(
-                g["name"] == keys.GATE for g in pod["spec"].get("schedulingGates") or []))
-        wait_until(lambda: sum(is_running(p) for p in recorder.latest.values() if p["metadata"]["name"] in names) == 4, 30)
+            cluster.wait_pod(
+                namespace,
+                name,
+                lambda pod: not any(g["name"] == keys.GATE for g in pod["spec"].get("schedulingGates") or []),
+            )
+        wait_until(
+            lambda: sum(is_running(p) for p in recorder.latest.values() if p["metadata"]["name"] in names) == 4, 30
+        )
         stuck = [n for n in names if not is_running(recorder.latest[n])]
         for name in stuck:
             cluster.wait_pod(namespace, name, is_unschedulable)
@@ -222,12 +253,18 @@ def test_gang_larger_than_the_cluster_times_out(
 
 
 def test_deleting_the_originator_while_reserving_removes_every_placeholder(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
     place = pool(1, cpu="4", memory="16Gi")
     groups = [place.group("g", 5, cpu="1", memory="1Gi")]  # 4 fit, 1 never does: stays Reserving
-    cluster.create_pod(namespace, place.pin(gang_pod("origin", "doomed", "g", task_groups=groups, policy="placeholderTimeoutInSeconds=600")))
+    cluster.create_pod(
+        namespace,
+        place.pin(gang_pod("origin", "doomed", "g", task_groups=groups, policy="placeholderTimeoutInSeconds=600")),
+    )
     wait_until(lambda: len(recorder.placeholder_nodes) == 4 and len(recorder.placeholder_uids) == 5, 30)
     assert app_state(cluster, namespace, "origin") == "Reserving"
     cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/origin")
@@ -235,14 +272,22 @@ def test_deleting_the_originator_while_reserving_removes_every_placeholder(
 
 
 def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
     place = pool(2)
     groups = [place.group("workers", 2, cpu="1", memory="1Gi")]
     names = [f"w-{i}" for i in range(5)]
     for i, name in enumerate(names):
-        cluster.create_pod(namespace, place.pin(gang_pod(name, "extra", "workers", task_groups=groups if i == 0 else None, cpu="1", memory="1Gi")))
+        cluster.create_pod(
+            namespace,
+            place.pin(
+                gang_pod(name, "extra", "workers", task_groups=groups if i == 0 else None, cpu="1", memory="1Gi")
+            ),
+        )
     for name in names:
         cluster.wait_pod(namespace, name, is_running)
     swapped = [n for n in names if keys.SWAP_PLACEHOLDER in (recorder.latest[n]["metadata"].get("annotations") or {})]
@@ -252,12 +297,17 @@ def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
 
 
 def test_member_larger_than_its_placeholder_reports_a_mismatch_and_still_runs(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
     place = pool(2)
     groups = [place.group("executors", 2, cpu="1", memory="1Gi")]
-    cluster.create_pod(namespace, place.pin(gang_pod("small", "mismatch", "executors", task_groups=groups, cpu="1", memory="1Gi")))
+    cluster.create_pod(
+        namespace, place.pin(gang_pod("small", "mismatch", "executors", task_groups=groups, cpu="1", memory="1Gi"))
+    )
     cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
     cluster.wait_pod(namespace, "small", is_running)
     cluster.wait_pod(namespace, "large", is_running)
@@ -272,8 +322,9 @@ def test_invalid_annotations_are_reported_and_follow_the_style(
     cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder, style: str
 ) -> None:
     bad = [{"name": "Executors_1", "minMember": 0, "minResource": {"cpu": "lots"}}]
-    cluster.create_pod(namespace, gang_pod("bad-driver", "bad", "Executors_1", task_groups=bad,
-                                           policy=f"gangSchedulingStyle={style}"))
+    cluster.create_pod(
+        namespace, gang_pod("bad-driver", "bad", "Executors_1", task_groups=bad, policy=f"gangSchedulingStyle={style}")
+    )
     errors = wait_until(lambda: events_for(cluster, namespace, "TaskGroupsError"), 30)
     message = errors[0]["message"]
     assert errors[0]["type"] == "Warning"
@@ -289,13 +340,29 @@ def test_invalid_annotations_are_reported_and_follow_the_style(
 
 
 def test_controller_killed_while_reserving_and_while_swapping_recovers(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
-    pool: Callable[..., Placement], record_property: Callable[[str, object], None],
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    record_property: Callable[[str, object], None],
 ) -> None:
     place = pool(1, cpu="4", memory="16Gi")  # room for the driver's group only, for now
     groups = [place.group("driver", 1, cpu="1", memory="1Gi"), place.group("executors", 40, cpu="250m", memory="256Mi")]
-    cluster.create_pod(namespace, place.pin(gang_pod("driver", "restart", "driver", task_groups=groups,
-                                                     policy="placeholderTimeoutInSeconds=300", cpu="1", memory="1Gi")))
+    cluster.create_pod(
+        namespace,
+        place.pin(
+            gang_pod(
+                "driver",
+                "restart",
+                "driver",
+                task_groups=groups,
+                policy="placeholderTimeoutInSeconds=300",
+                cpu="1",
+                memory="1Gi",
+            )
+        ),
+    )
     # Killed mid-reservation: every placeholder exists, not all are placed.
     wait_until(lambda: len(recorder.placeholder_uids) == 41 and 0 < len(recorder.placeholder_nodes) < 41, 30)
     controller.kill()
@@ -339,23 +406,43 @@ def test_controller_killed_while_reserving_and_while_swapping_recovers(
 
 
 def test_contention_every_member_ends_bound(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
-    pool: Callable[..., Placement], record_property: Callable[[str, object], None],
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """While a gang swaps in, a flood of ordinary pods (same priority, same nodes) competes for every
     CPU the swaps free."""
     place = pool(5, cpu="4", memory="16Gi")  # 20 CPU
     groups = [place.group("driver", 1, cpu="1", memory="1Gi"), place.group("executors", 12, cpu="1", memory="1Gi")]
-    cluster.create_pod(namespace, place.pin(gang_pod("driver", "contended", "driver", task_groups=groups,
-                                                     policy="placeholderTimeoutInSeconds=300", cpu="1", memory="1Gi")))
+    cluster.create_pod(
+        namespace,
+        place.pin(
+            gang_pod(
+                "driver",
+                "contended",
+                "driver",
+                task_groups=groups,
+                policy="placeholderTimeoutInSeconds=300",
+                cpu="1",
+                memory="1Gi",
+            )
+        ),
+    )
     cluster.wait_pod(namespace, "driver", is_running)
     executors = [f"exec-{i}" for i in range(12)]
     flood = [f"flood-{i}" for i in range(60)]
     # Interleaved, so flood pods are pending and retrying exactly while the swaps free room.
     for i in range(60):
-        cluster.create_pod(namespace, place.pin(gang_pod(flood[i], f"flood-{i}", None, gated=False, cpu="1", memory="1Gi")))
+        cluster.create_pod(
+            namespace, place.pin(gang_pod(flood[i], f"flood-{i}", None, gated=False, cpu="1", memory="1Gi"))
+        )
         if i % 5 == 0 and i // 5 < len(executors):
-            cluster.create_pod(namespace, place.pin(gang_pod(executors[i // 5], "contended", "executors", cpu="1", memory="1Gi")))
+            cluster.create_pod(
+                namespace, place.pin(gang_pod(executors[i // 5], "contended", "executors", cpu="1", memory="1Gi"))
+            )
     for name in executors:
         cluster.wait_pod(namespace, name, is_bound)
     rate = landed_rate(cluster, namespace, recorder, executors)

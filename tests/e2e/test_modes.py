@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,11 +33,20 @@ def test_strict_releases_a_partial_reservation_and_retries_until_it_fits(
     process.start()
     try:
         place = pool(3, cpu="1", memory="8Gi")  # room for 3 of the 5
-        names = gang_job(cluster, namespace, place, "strict", 5, policy="placeholderTimeoutInSeconds=120",
-                     annotations={keys.GANG_MODE: "Strict"})
+        names = gang_job(
+            cluster,
+            namespace,
+            place,
+            "strict",
+            5,
+            policy="placeholderTimeoutInSeconds=120",
+            annotations={keys.GANG_MODE: "Strict"},
+        )
         released = wait_until(lambda: events_for(cluster, namespace, "GangReservationReleased"), 60)
         assert "Strict mode releases the partial reservation" in released[0]["message"]
-        assert "Insufficient cpu" in released[0]["message"] or "didn't match" in released[0]["message"], released[0]["message"]
+        assert "Insufficient cpu" in released[0]["message"] or "didn't match" in released[0]["message"], released[0][
+            "message"
+        ]
         wait_until(lambda: not placeholders(cluster, namespace), 30)  # the room is given back
         assert all(not is_running(cluster.get_pod(namespace, n) or {}) for n in names)
 
@@ -55,16 +64,28 @@ def test_strict_releases_a_partial_reservation_and_retries_until_it_fits(
 
 
 def test_non_strict_holds_a_partial_reservation_until_the_timeout(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, pool: Callable[..., Placement],
-    recorder: NamespaceRecorder
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
 ) -> None:
     place = pool(3, cpu="1", memory="8Gi")
-    names = gang_job(cluster, namespace, place, "patient", 5, policy="placeholderTimeoutInSeconds=10 gangSchedulingStyle=Soft",
-                 annotations={keys.GANG_MODE: "NonStrict"})
+    names = gang_job(
+        cluster,
+        namespace,
+        place,
+        "patient",
+        5,
+        policy="placeholderTimeoutInSeconds=10 gangSchedulingStyle=Soft",
+        annotations={keys.GANG_MODE: "NonStrict"},
+    )
     wait_until(lambda: len(recorder.placeholder_nodes) == 3, 60)
     wait_until(lambda: events_for(cluster, namespace, "PlaceholderTimeOut"), 60)
     assert len(recorder.placeholder_uids) == 5
-    assert all(len(uids) == 1 for uids in recorder.placeholder_uids.values()), "NonStrict released and re-created placeholders"
+    assert all(len(uids) == 1 for uids in recorder.placeholder_uids.values()), (
+        "NonStrict released and re-created placeholders"
+    )
     assert not events_for(cluster, namespace, "GangReservationReleased")
     # Soft style after the timeout: the pods that fit run normally.
     wait_until(lambda: sum(is_running(cluster.get_pod(namespace, n) or {}) for n in names) == 3, 60)
@@ -80,8 +101,9 @@ class Bindings:
         self._seen: set[str] = set()
         self._namespaces = namespaces
         self._lock = threading.Lock()
-        self._watch = ListWatch(cluster.client, "/api/v1/pods", on_list=lambda pods: [self._on("ADDED", p) for p in pods],
-                                on_event=self._on)
+        self._watch = ListWatch(
+            cluster.client, "/api/v1/pods", on_list=lambda pods: [self._on("ADDED", p) for p in pods], on_event=self._on
+        )
 
     def _on(self, _kind: str, pod: dict) -> None:
         meta = pod["metadata"]
@@ -108,33 +130,34 @@ class Bindings:
 
 
 @pytest.fixture
-def other_namespace(cluster: Cluster, namespace: str) -> Iterator[str]:
-    name = f"{namespace[:50]}-b{uuid.uuid4().hex[:4]}"
-    cluster.local.create_namespace(name)
-    yield name
-    cluster.client.delete(f"/api/v1/namespaces/{name}")
+def other_namespace(tenant: Callable[[str], str]) -> str:
+    return tenant(f"b{uuid.uuid4().hex[:4]}")
 
 
 @pytest.fixture
-def cluster_wide_controller(cluster: Cluster, tmp_path: Path) -> Iterator[ControllerProcess]:
-    process = ControllerProcess([f"--kubeconfig={cluster.kubeconfig}"], tmp_path, name="cluster-wide")
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+def cluster_wide_controller(cluster_wide: Callable[..., ControllerProcess]) -> ControllerProcess:
+    return cluster_wide()
 
 
 def test_gang_group_across_namespaces_starts_together(
-    cluster: Cluster, namespace: str, other_namespace: str, pool: Callable[..., Placement],
-    cluster_wide_controller: ControllerProcess
+    cluster: Cluster,
+    namespace: str,
+    other_namespace: str,
+    pool: Callable[..., Placement],
+    cluster_wide_controller: ControllerProcess,
 ) -> None:
     place = pool(4, cpu="2", memory="8Gi")
     together = {keys.GANG_GROUP: json.dumps([f"{namespace}/train", f"{other_namespace}/eval"])}
     with Bindings(cluster, {namespace, other_namespace}) as bindings:
-        train = gang_job(cluster, namespace, place, "train", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
+        train = gang_job(
+            cluster, namespace, place, "train", 3, policy="placeholderTimeoutInSeconds=60", annotations=together
+        )
         waiting = wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 30)
         assert f"{other_namespace}/eval" in waiting[0]["message"]
         assert not placeholders(cluster, namespace), "a gang group member reserved before its group was complete"
-        evaluate = gang_job(cluster, other_namespace, place, "eval", 3, policy="placeholderTimeoutInSeconds=60", annotations=together)
+        evaluate = gang_job(
+            cluster, other_namespace, place, "eval", 3, policy="placeholderTimeoutInSeconds=60", annotations=together
+        )
         for ns, names in ((namespace, train), (other_namespace, evaluate)):
             for name in names:
                 cluster.wait_pod(ns, name, is_running, timeout_s=60)
@@ -146,8 +169,11 @@ def test_gang_group_across_namespaces_starts_together(
 
 
 def test_gang_group_across_namespaces_fails_together(
-    cluster: Cluster, namespace: str, other_namespace: str, pool: Callable[..., Placement],
-    cluster_wide_controller: ControllerProcess
+    cluster: Cluster,
+    namespace: str,
+    other_namespace: str,
+    pool: Callable[..., Placement],
+    cluster_wide_controller: ControllerProcess,
 ) -> None:
     """One gang fits, the other never can: with Hard style both fail, and no member of either runs."""
     place = pool(4, cpu="2", memory="8Gi")

@@ -32,11 +32,20 @@ def lease_holder(cluster: Cluster, namespace: str) -> str | None:
 
 
 def test_standby_takes_over_a_killed_leader_and_finishes_its_reservation(
-    cluster: Cluster, namespace: str, recorder: NamespaceRecorder, pool: Callable[..., Placement],
-    tmp_path: Path, record_property: Callable[[str, object], None],
+    cluster: Cluster,
+    namespace: str,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
-    election = ("--leader-elect", f"--leader-election-namespace={namespace}", f"--lease-duration={LEASE_DURATION_S}",
-                "--renew-deadline=4", "--retry-period=1")
+    election = (
+        "--leader-elect",
+        f"--leader-election-namespace={namespace}",
+        f"--lease-duration={LEASE_DURATION_S}",
+        "--renew-deadline=4",
+        "--retry-period=1",
+    )
     replicas = {
         name: ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *election, name=name)
         for name in ("replica-a", "replica-b")
@@ -52,8 +61,20 @@ def test_standby_takes_over_a_killed_leader_and_finishes_its_reservation(
         place = pool(1, cpu="3", memory="12Gi")
         groups = [place.group("workers", 6, cpu="1", memory="1Gi")]
         for i in range(6):
-            cluster.create_pod(namespace, place.pin(gang_pod(f"w-{i}", "ha", "workers", task_groups=groups if i == 0 else None,
-                                                             policy="placeholderTimeoutInSeconds=300", cpu="1", memory="1Gi")))
+            cluster.create_pod(
+                namespace,
+                place.pin(
+                    gang_pod(
+                        f"w-{i}",
+                        "ha",
+                        "workers",
+                        task_groups=groups if i == 0 else None,
+                        policy="placeholderTimeoutInSeconds=300",
+                        cpu="1",
+                        memory="1Gi",
+                    )
+                ),
+            )
         wait_until(lambda: len(recorder.placeholder_uids) == 6 and len(recorder.placeholder_nodes) == 3, 30)
 
         leader.kill()
@@ -61,8 +82,10 @@ def test_standby_takes_over_a_killed_leader_and_finishes_its_reservation(
         wait_until(lambda: lease_holder(cluster, namespace) == standby.name, LEASE_DURATION_S + 10)
         takeover_s = time.monotonic() - killed_at
         record_property("takeover_s", round(takeover_s, 1))
-        print(f"\nleader election: {standby.name} took over {takeover_s:.1f}s after {leader.name} was killed "
-              f"(lease duration {LEASE_DURATION_S}s)")
+        print(
+            f"\nleader election: {standby.name} took over {takeover_s:.1f}s after {leader.name} was killed "
+            f"(lease duration {LEASE_DURATION_S}s)"
+        )
 
         pool(1, cpu="3", memory="12Gi")  # room for the rest: the new leader must finish the swap
         for i in range(6):
@@ -77,7 +100,10 @@ def test_standby_takes_over_a_killed_leader_and_finishes_its_reservation(
 
 
 def test_metrics_follow_a_gang_through_its_life(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder,
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
     def sample(name: str) -> float:
@@ -87,16 +113,31 @@ def test_metrics_follow_a_gang_through_its_life(
     place = pool(1, cpu="2", memory="8Gi")
     groups = [place.group("workers", 4, cpu="1", memory="1Gi")]
     for i in range(4):
-        cluster.create_pod(namespace, place.pin(gang_pod(f"m-{i}", "observed", "workers", task_groups=groups if i == 0 else None,
-                                                         cpu="1", memory="1Gi")))
+        cluster.create_pod(
+            namespace,
+            place.pin(
+                gang_pod(f"m-{i}", "observed", "workers", task_groups=groups if i == 0 else None, cpu="1", memory="1Gi")
+            ),
+        )
     # Reserving: two placeholders placed, two pending.
-    wait_until(lambda: sample('yuniplace_placeholders{state="placed"}') == 2 and sample('yuniplace_placeholders{state="pending"}') == 2, 30)
+    wait_until(
+        lambda: (
+            sample('yuniplace_placeholders{state="placed"}') == 2
+            and sample('yuniplace_placeholders{state="pending"}') == 2
+        ),
+        30,
+    )
     assert sample('yuniplace_applications{state="Reserving"}') == 1
     assert sample("yuniplace_placeholders_created_total") == 4
 
     # `yuniplace status` reads the same from the cluster, not from the controller.
-    status = subprocess.run([sys.executable, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", namespace],
-                            capture_output=True, text=True, timeout=30, check=True).stdout
+    status = subprocess.run(
+        [sys.executable, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", namespace],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     header, row = status.strip().splitlines()
     assert header.split()[:3] == ["NAMESPACE", "APPLICATION", "STATE"]
     assert row.split()[:5] == [namespace, "observed", "Reserving", "workers", "2/4"]
