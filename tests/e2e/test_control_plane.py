@@ -7,13 +7,17 @@ import json
 
 from tests.e2e.support import (
     Cluster,
+    Pod,
     condition,
+    finish,
     is_bound,
     is_running,
+    is_succeeded,
     is_unschedulable,
     make_pod,
 )
 from yuniplace.localcluster import wait_until
+from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
 NODE_PREFIX = "kwok-node-"
 
@@ -55,6 +59,41 @@ def test_batch_job_pods_are_created_and_complete(cluster: Cluster, namespace: st
     pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=batch")["items"]
     assert len(pods) == 2
     assert all(p["status"]["phase"] == "Succeeded" and p["spec"]["nodeName"] for p in pods)
+
+
+def test_a_job_pod_annotated_to_keep_running_runs_until_it_is_ended(cluster: Cluster, namespace: str) -> None:
+    """The one exception to kwok's lifecycle that tests use for long-lived Job pods (executors, workers)."""
+    template = make_pod("unused")
+    template["metadata"] = {"annotations": {KEEPS_RUNNING_ANNOTATION: "never"}}
+    for name, pod_template in [("lasting", template), ("brief", {"spec": make_pod("unused")["spec"]})]:
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {"completions": 1, "template": pod_template},
+        }
+        cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+    def pod_of(job: str) -> Pod | None:
+        pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={job}")["items"]
+        return pods[0] if pods else None
+
+    # The brief Job's pod, created after the lasting one's, has gone through its whole life: kwok has
+    # passed the lasting pod by, not merely not reached it yet.
+    wait_until(lambda: (p := pod_of("brief")) is not None and is_succeeded(p), 60)
+    lasting = cluster.wait_pod(namespace, pod_of("lasting")["metadata"]["name"], is_running)  # type: ignore[index]
+    assert condition(lasting, "Ready")["status"] == "True"  # type: ignore[index]
+    assert lasting["status"]["podIP"]
+    finish(cluster, namespace, lasting["metadata"]["name"])
+    wait_until(
+        lambda: (
+            (cluster.client.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/lasting").get("status", {})).get(
+                "succeeded"
+            )
+            == 1
+        ),
+        60,
+    )
 
 
 def test_deleting_an_owner_garbage_collects_the_owned_pod(cluster: Cluster, namespace: str) -> None:

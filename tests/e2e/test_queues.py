@@ -35,10 +35,11 @@ from yuniplace.gang import keys
 from yuniplace.gang.pods import parse_time
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
+from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
 SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "data"
 YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
-KEEPS_RUNNING = {"kwok.yuniplace.io/completes": "never"}  # a Job pod kwok leaves Running until it is ended
+KEEPS_RUNNING = {KEEPS_RUNNING_ANNOTATION: "never"}  # a Job pod kwok leaves Running until it is ended
 WAIT_S = 60.0
 
 Pod = dict[str, Any]
@@ -144,6 +145,20 @@ def gang_job(cluster: Cluster, namespace: str, place: Placement, app: str, membe
         },
     }
     cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+
+def budget_allows(cluster: Cluster, namespace: str, name: str, disruptions: int, healthy: int | None = None) -> None:
+    """Wait until the disruption controller has computed the PodDisruptionBudget's status."""
+
+    def computed() -> bool:
+        status = cluster.client.get(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}").get(
+            "status", {}
+        )
+        return status.get("disruptionsAllowed") == disruptions and (
+            healthy is None or status.get("currentHealthy") == healthy
+        )
+
+    wait_until(computed, WAIT_S)
 
 
 def app_pods(cluster: Cluster, namespace: str, app: str) -> list[Pod]:
@@ -277,7 +292,8 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": {"name": "newer"},
-            "spec": {"maxUnavailable": 3, "selector": {"matchLabels": {"spark-app-selector": "newer"}}},
+            # A Job has no scale subresource: its pods' budget can only be an integer minAvailable.
+            "spec": {"minAvailable": 0, "selector": {"matchLabels": {"spark-app-selector": "newer"}}},
         },
     )
 
@@ -294,6 +310,7 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
         older = running(cluster, a, "older", 3)
         gang_job(cluster, a, place, "newer", 3)
         newer = running(cluster, a, "newer", 3)
+        budget_allows(cluster, a, "newer", 3)  # a budget not yet computed allows no eviction at all
 
         gang(cluster, b, place, "b-job", 4)
         note = waiting(cluster, b, "b-job", f"taking back room its queue root.{b} lent to root.{a}")
@@ -302,14 +319,15 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
         assert nodes_of(b_pods) <= set(place.nodes)
 
         preempted = [
-            e for e in events_for(cluster, a, "GangPreempted") if e["involvedObject"]["name"].startswith("newer-")
+            e["message"]
+            for e in events_for(cluster, a, "GangPreempted")
+            if e["involvedObject"]["name"].startswith("newer-")
         ]
-        assert (
-            preempted
-            and f"queue root.{b} takes back room it is guaranteed and lent to queue root.{a}" in preempted[0]["message"]
-        ), preempted
-        assert "evicting all its pods, the whole gang" in preempted[0]["message"]
-        assert {p["metadata"]["uid"] for p in newer} <= set(evicted), evicted  # every pod of the gang
+        taken_back = f"queue root.{b} takes back room it is guaranteed and lent to queue root.{a}"
+        assert len(preempted) == 1 and taken_back in preempted[0], preempted
+        assert "evicting all its pods, the whole gang" in preempted[0]
+        # Every pod of the gang (B may start before the last eviction: it needs only 4 of the 5 CPUs).
+        wait_until(lambda: {p["metadata"]["uid"] for p in newer} <= set(evicted), WAIT_S)
         assert set(evicted.values()) == {"EvictionByEvictionAPI"}, evicted
         assert not {p["metadata"]["uid"] for p in older} & set(evicted)
         assert {p["metadata"]["uid"] for p in running(cluster, a, "older", 3)} == {p["metadata"]["uid"] for p in older}
@@ -401,15 +419,7 @@ def test_a_gang_its_budget_protects_is_not_evicted_and_reclaim_takes_another_who
     spared = running(cluster, a, "spared", 3)
     gang(cluster, a, place, "protected", 3)
     protected = running(cluster, a, "protected", 3)
-    wait_until(
-        lambda: (
-            cluster.client.get(f"/apis/policy/v1/namespaces/{a}/poddisruptionbudgets/protected")
-            .get("status", {})
-            .get("currentHealthy")
-            == 3
-        ),
-        WAIT_S,
-    )
+    budget_allows(cluster, a, "protected", 0, healthy=3)
 
     gang(cluster, b, place, "b-job", 4)
     running(cluster, b, "b-job", 4)

@@ -13,6 +13,7 @@ from yuniplace.controller.decision import AdmissionRules
 from yuniplace.controller.events import Reason
 from yuniplace.controller.store import PodStore
 from yuniplace.controller.tickets import Granted, Refused, Waiting
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.taskgroups import Limits
@@ -81,6 +82,10 @@ class World:
     def add(self, pod: dict[str, Any]) -> None:
         self.store.upsert(pod)
         self.room.pod_event("ADDED", pod)
+
+    def remove(self, pod: dict[str, Any]) -> None:
+        self.store.delete(pod)
+        self.room.pod_event("DELETED", pod)
 
 
 def nodes(count: int, cpu: str = "4", labels: dict[str, str] | None = None, prefix: str = "n") -> list[dict[str, Any]]:
@@ -166,6 +171,47 @@ def test_a_queue_reclaims_its_guarantee_from_the_newest_borrowing_gang_whole() -
     reclaim = world.admission.reclaim_of(p.AppKey(NS, "a-new"))
     assert reclaim is not None and reclaim.beneficiary == p.AppKey(NS, "b-job")
     assert "evicting all its pods, the whole gang" in reclaim.message
+    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+
+
+def test_of_borrowers_created_in_the_same_second_the_one_reserved_last_is_taken_back() -> None:
+    """Creation times have whole seconds; reservations began at times the controller wrote to the ms."""
+    queues = Queues(QueueSpec("root.a", guaranteed=cores(4)), QueueSpec("root.b", guaranteed=cores(4)))
+    reserved_last = running("a-1", 3, "a", on=["n0"], created=1)
+    reserved_first = running("a-2", 3, "a", on=["n1"], created=1)
+    for gang_pods, started in ((reserved_last, NOW - 10.2), (reserved_first, NOW - 10.5)):
+        gang_pods[0]["metadata"]["annotations"][keys.RESERVATION_STARTED] = p.format_time(started)
+    for first in (reserved_last, reserved_first):  # whichever the store lists first
+        second = reserved_first if first is reserved_last else reserved_last
+        world = World(nodes(2), [*first, *second, in_queue(gang("b-job", 4, created=3), "b")], queues)
+        assert isinstance(world.ticket("b-job"), Waiting)
+        assert world.admission.reclaim_of(p.AppKey(NS, "a-1")) is not None
+        assert world.admission.reclaim_of(p.AppKey(NS, "a-2")) is None
+
+
+def test_a_reclaim_lasts_until_the_evicted_gang_has_let_its_room_go_though_its_job_makes_new_pods() -> None:
+    """While the evicted pods are still going, the new pods of their Job make the application pending
+    again: the gang waiting for the room must wait for those pods, not take another victim."""
+    queues = Queues(QueueSpec("root.a", guaranteed=cores(4)), QueueSpec("root.b", guaranteed=cores(4)))
+    older = running("a-old", 3, "a", on=["n0"], created=1)
+    newer = running("a-new", 3, "a", on=["n1"], created=2)
+    world = World(nodes(2), [*older, *newer, in_queue(gang("b-job", 4, created=3), "b")], queues)
+    assert isinstance(world.ticket("b-job"), Waiting)
+    assert world.admission.reclaim_of(p.AppKey(NS, "a-new")) is not None
+
+    for pod in newer:  # evicted: going, still on their node
+        pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+        world.add(pod)
+    again = in_queue(gang("a-new", 3, created=3), "a")  # the same second as b-job: a tie by time
+    again["metadata"].update(name="a-new-again", uid="uid-a-new-again")
+    world.add(again)
+    assert isinstance(world.ticket("b-job"), Waiting)
+    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+
+    for pod in newer:
+        world.remove(pod)
+    assert isinstance(world.ticket("b-job"), Granted)
+    assert isinstance(world.ticket("a-new"), Waiting)
     assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
 
 

@@ -218,6 +218,7 @@ class Admission:
             pool=Pool() if config.empty else pool_of(config, queue),
             held=self._room.held_amounts(holders) if not config.empty else {},
             running=bool(p.node_name(originator)),
+            reserving_since=record.reservation_started,
         )
 
     def _apps(self, placing: Placing) -> tuple[dict[p.AppKey, App], dict[p.AppKey, Refused]]:
@@ -367,7 +368,7 @@ class Admission:
             pool_usage=self._pool_usage(config, apps),
             nodes_of=lambda key: {n for pod in self._store.app_pods(key) if (n := room_node(pod)) is not None},
         )
-        for unit in self._units(apps, ordered=not config.empty):
+        for unit in decision.guarantees_first(self._units(apps, ordered=not config.empty)):
             try:
                 decision.decide(unit)
             except Exception as error:

@@ -246,12 +246,21 @@ class Executor:
                 continue
             except (TooManyRequests, Forbidden) as error:
                 return f"pod {p.name(pod)}: {error.message}"
-        self._each(self._evict, pods)
+        # One after another: each eviction updates the pods' PodDisruptionBudget, and concurrent ones
+        # conflict on it, which the API answers with 429s to back off from.
+        for pod in pods:
+            self._evict(pod)
         return None
 
     def _evict(self, pod: Pod) -> None:
-        with contextlib.suppress(NotFound):
+        """Evict the pod, then read it back into the store: the next reconcile must not see it as it
+        was before (and evict it, and announce it, once more) because its watch event is still on
+        its way."""
+        try:
             self._client.request("POST", f"{_pod_path(pod)}/eviction", body=_eviction(pod))
+            self._store.upsert(self._client.get(_pod_path(pod)))
+        except NotFound:
+            self._store.delete(pod)
 
     def _report_pod_group(self, dialect: Dialect, key: p.AppKey, status: dict[str, Any]) -> None:
         """Keep a PodGroup's status as its users read it (kubectl get podgroups), in its own scheduler's

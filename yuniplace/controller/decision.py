@@ -61,6 +61,7 @@ class App:
     pool: Pool = field(default_factory=Pool)
     held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
     running: bool = False  # its originator runs: taking its room back means evicting it
+    reserving_since: float | None = None  # when its reservation began: the newest is taken back first
 
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
@@ -212,6 +213,23 @@ class Decision:
             for app in apps.values()
         )
 
+    def guarantees_first(self, units: Sequence[Sequence[App]]) -> list[Sequence[App]]:
+        """The units of queues whose head stays within its guarantee, before those of queues whose
+        head would borrow: room a queue is guaranteed goes to it before another borrows it (else a
+        borrower evicted for that queue could take the freed room back at once). Each queue's own
+        order stays as it is."""
+        if self.ledger is None:
+            return list(units)
+        ledger = self.ledger
+        borrows: dict[str, bool] = {}
+        for unit in units:
+            first = unit[0]
+            if first.queue not in borrows:
+                borrows[first.queue] = any(
+                    ledger.beyond_guarantee(app.queue, app.amounts(outstanding=False)) for app in unit
+                )
+        return sorted(units, key=lambda unit: borrows[unit[0].queue])
+
     def decide(self, unit: Sequence[App]) -> None:
         if all(a.key in self._granted for a in unit):
             self._tickets.update({a.key: self._previous.get(a.key, Granted()) for a in unit})
@@ -313,7 +331,14 @@ class Decision:
             return True
         usable = {node.name for node in self._room.nodes if any(n.constraints.accepts(node) for n in needs)}
         holders = [
-            Holder(other.key, other.queue, other.usage, other.priority, other.arrival[0], other.running)
+            Holder(
+                other.key,
+                other.queue,
+                other.usage,
+                other.priority,
+                other.reserving_since or other.arrival[0],
+                other.running,
+            )
             for other in self._apps.values()
             if other.state in IN_FLIGHT
             and other.key not in self._reclaiming

@@ -222,7 +222,9 @@ def parse_time(text: str | None) -> float | None:
 
 
 def format_time(epoch_s: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC, to the millisecond: gangs admitted in the same second still have an order."""
+    moment = datetime.datetime.fromtimestamp(epoch_s, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def created_at(pod: Mapping[str, Any]) -> float:

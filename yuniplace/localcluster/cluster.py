@@ -211,6 +211,7 @@ class LocalCluster:
             mark("kube-apiserver")
             self._write_kubeconfigs(f"https://127.0.0.1:{ports.apiserver}")
             (self.layout.root / "kube-scheduler.yaml").write_text(comp.scheduler_configuration(self.layout))
+            (self.layout.root / "kwok.yaml").write_text(comp.kwok_stages())
             rest = [
                 comp.kube_controller_manager(binaries.bin_dir, self.layout, ports),
                 comp.kube_scheduler(binaries.bin_dir, self.layout, ports),

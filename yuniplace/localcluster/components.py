@@ -8,6 +8,7 @@ pace of every measurement made on this cluster.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,12 +189,117 @@ def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
     )
 
 
+KEEPS_RUNNING_ANNOTATION = "kwok.yuniplace.io/completes"
+"""A Job pod annotated with this key (value "never") stays Running: a long-lived executor or worker."""
+
+_RUNNING_STATUS = """\
+{{ $now := Now }}
+phase: Running
+startTime: {{ $now | Quote }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+{{ $m := .metadata }}
+{{ $podIP := PodIPWith .spec.nodeName (or .spec.hostNetwork false) (or $m.uid "") (or $m.name "") (or $m.namespace "")}}
+podIP: {{ $podIP | Quote }}
+conditions:
+{{ range list "Initialized" "ContainersReady" "Ready" }}
+- type: {{ . }}
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+{{ end }}
+{{ range .spec.readinessGates }}
+- type: {{ .conditionType | Quote }}
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+{{ end }}
+initContainerStatuses:
+{{ range .spec.initContainers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: true
+  restartCount: 0
+  state:
+    terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+{{ end }}
+containerStatuses:
+{{ range .spec.containers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: true
+  restartCount: 0
+  state:
+    running: {startedAt: {{ $now | Quote }}}
+{{ end }}
+"""
+
+_COMPLETED_STATUS = """\
+{{ $now := Now }}
+phase: Succeeded
+containerStatuses:
+{{ range .spec.containers }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+{{ end }}
+"""
+
+
+def _pod_stage(name: str, selector: list[Mapping[str, object]], next_step: dict[str, object]) -> dict[str, object]:
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": selector},
+            "next": next_step,
+        },
+    }
+
+
+def kwok_stages() -> str:
+    """The pod lifecycle kwok simulates: pods run at once, Job pods complete at once, deleted pods go.
+
+    The same as kwok's own defaults but for one exception: a Job pod carrying KEEPS_RUNNING_ANNOTATION
+    keeps running, so tests can show what happens to a running Job's pods (eviction, reclaim).
+    kwok uses no default pod stage once any is configured, so all three are spelled out.
+    """
+    alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+    stages = [
+        _pod_stage(
+            "pod-ready",
+            [alive, {"key": ".status.podIP", "operator": "DoesNotExist"}],
+            {"statusTemplate": _RUNNING_STATUS},
+        ),
+        _pod_stage(
+            "pod-complete",
+            [
+                alive,
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
+                {"key": f'.metadata.annotations["{KEEPS_RUNNING_ANNOTATION}"]', "operator": "DoesNotExist"},
+            ],
+            {"statusTemplate": _COMPLETED_STATUS},
+        ),
+        _pod_stage(
+            "pod-delete",
+            [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
+            {"finalizers": {"empty": True}, "delete": True},
+        ),
+    ]
+    return yaml.safe_dump_all(stages, sort_keys=False)
+
+
 def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
     return Component(
         "kwok",
         [
             str(bin_dir / "kwok"),
             f"--kubeconfig={layout.kubeconfig('kwok')}",
+            f"--config={layout.root / 'kwok.yaml'}",
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--manage-nodes-with-label-selector=",

@@ -110,14 +110,18 @@ class Ledger:
                 )
         return None
 
+    def beyond_guarantee(self, path: str, needs: Amounts) -> dict[str, int]:
+        """What the queue would hold beyond its guarantee with the gang: what the gang borrows."""
+        after = dict(self.used[path])
+        _add(after, needs)
+        return _excess(after, self.config.queues[path].guaranteed, self.guaranteed_resources & set(needs))
+
     def borrowing_blocked(self, path: str, needs: Amounts, free: Amounts) -> Blocked | None:
         """Whether the part of the gang beyond its queue's guarantee may be borrowed: the queue must
         borrow at all, and the room must not be guaranteed to a queue that does not lend (its idle
         guarantee is kept for it; `free` is the free room the gang could use)."""
         queue = self.config.queues[path]
-        after = dict(self.used[path])
-        _add(after, needs)
-        beyond = _excess(after, queue.guaranteed, self.guaranteed_resources & set(needs))
+        beyond = self.beyond_guarantee(path, needs)
         if not beyond:
             return None
         if not queue.borrowing:
@@ -154,7 +158,7 @@ class Holder:
     queue: str
     amounts: Amounts  # what it holds
     priority: int
-    arrival: float  # newer gangs are taken back first
+    arrival: float  # when it took its room (its reservation began): newer gangs are taken back first
     running: bool  # its pods run (evicted) or it only holds placeholders (released)
 
 
