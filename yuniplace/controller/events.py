@@ -12,7 +12,7 @@ import logging
 import queue
 import socket
 import threading
-import uuid
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -79,6 +79,8 @@ class EventRecorder:
         self._on_posted = on_posted
         self._instance = instance or socket.gethostname()
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._last_stamp = 0
+        self._stamp_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="events", daemon=True)
         self._thread.start()
 
@@ -110,7 +112,7 @@ class EventRecorder:
             {
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+                "metadata": {"name": f"{meta['name']}.{self._stamp():x}", "namespace": namespace},
                 "eventTime": _now(),
                 "reportingController": REPORTING_CONTROLLER,
                 "reportingInstance": self._instance,
@@ -122,6 +124,13 @@ class EventRecorder:
             }
         )
         log.info("event %s on %s %s/%s: %s", reason, object_kind, namespace, meta["name"], note)
+
+    def _stamp(self) -> int:
+        """Nanoseconds since the epoch, never the same twice: named by it, as client-go names them, an
+        object's events list in the order they happened (`kubectl get events` lists by name)."""
+        with self._stamp_lock:
+            self._last_stamp = max(time.time_ns(), self._last_stamp + 1)
+            return self._last_stamp
 
     def _run(self) -> None:
         while (event := self._queue.get()) is not None:
