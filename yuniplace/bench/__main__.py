@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import controlplane, report, scenarios
+from yuniplace.bench import controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
@@ -25,7 +25,7 @@ from yuniplace.localcluster.build import (
 )
 from yuniplace.localcluster.cluster import ClusterError
 
-SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost")
+SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale")
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,13 @@ class Sizes:
     contention_flood: int
     managed_apps: int
     managed_members: int
+    scale_nodes: tuple[int, ...]
+    scale_pods_per_node: int
+    scale_gangs: int
 
 
-FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100)
-QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20)
+FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200)
+QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -200,6 +203,28 @@ def run_all(
                 results.append({"scenario": "contention", "nodes": sizes.contention_nodes, **outcome})
         finally:
             cluster.down(quiet=True)
+
+    if "scale" in chosen:
+        rows = []
+        for nodes in sizes.scale_nodes:
+            progress(
+                f"5. scale: {nodes} nodes, {nodes * sizes.scale_pods_per_node} ordinary pods, "
+                f"{sizes.scale_gangs} waiting gangs"
+            )
+            rows.append(
+                scale.run(
+                    binaries,
+                    nodes,
+                    sizes.scale_pods_per_node,
+                    sizes.scale_gangs,
+                    log_dir / f"controller-scale-{nodes}.log",
+                    controller_args,
+                    progress,
+                )
+            )
+        results.append(
+            {"scenario": "scale", "gangs": sizes.scale_gangs, "gang_sizes": list(scale.GANG_SIZES), "rows": rows}
+        )
     return results
 
 

@@ -1,5 +1,6 @@
-"""Writes a run's results as JSON (for machines), a Markdown table per scenario (for people) and a
-chart of gang start latency against gang size."""
+"""Writes a run's results as JSON (for machines), a Markdown table per scenario and the targets met
+or not (for people), a chart of gang start latency against gang size and one of the controller's
+memory and admission time against cluster size."""
 
 from __future__ import annotations
 
@@ -144,12 +145,96 @@ def chart(result: dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
+def scale_table(result: dict[str, Any]) -> str:
+    rows = result["rows"]
+    lines = [
+        f"### 5. Scale: full clusters with {result['gangs']} gangs waiting (sizes {result['gang_sizes']}, 1 CPU a pod)",
+        "",
+        "| nodes | ordinary pods | controller ready, s | controller peak RSS, MiB | admission cycle, ms "
+        "| … CPU, ms | CPU per 1 000 pod events, s | room freed → head gang admitted, s |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['nodes']} | {r['ordinary_pods']} | {r['controller_ready_s']} | {r['controller_peak_rss_mib']} "
+        f"| {r['admission_cycle_ms']} | {r['admission_cycle_cpu_ms']} | {r['cpu_s_per_1000_pod_events']} "
+        f"| {r['freed_to_admitted_s']} |"
+        for r in rows
+    ]
+    if len(rows) >= 2:
+        first, last = rows[0], rows[-1]
+        growth = last["nodes"] / first["nodes"]
+        lines += [
+            "",
+            f"From {first['nodes']} to {last['nodes']} nodes (×{growth:g}): RSS ×"
+            f"{last['controller_peak_rss_mib'] / max(first['controller_peak_rss_mib'], 1):.2f}, admission cycle ×"
+            f"{last['admission_cycle_ms'] / max(first['admission_cycle_ms'], 0.1):.2f}, CPU per pod event ×"
+            f"{last['cpu_s_per_1000_pod_events'] / max(first['cpu_s_per_1000_pod_events'], 0.01):.2f}, "
+            f"freed → admitted ×{last['freed_to_admitted_s'] / max(first['freed_to_admitted_s'], 0.001):.2f}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def scale_chart(result: dict[str, Any], path: Path) -> None:
+    rows = result["rows"]
+    nodes = [row["nodes"] for row in rows]
+    figure, rss_axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    rss_axes.plot(nodes, [row["controller_peak_rss_mib"] for row in rows], marker="o", color="tab:blue")
+    rss_axes.set_xlabel("kwok nodes (full, with ordinary pods and waiting gangs)")
+    rss_axes.set_ylabel("controller peak RSS (MiB)", color="tab:blue")
+    cycle_axes = rss_axes.twinx()
+    cycle_axes.plot(nodes, [row["admission_cycle_ms"] for row in rows], marker="s", color="tab:red")
+    cycle_axes.set_ylabel("admission cycle (ms)", color="tab:red")
+    rss_axes.set_title("Controller memory and admission decision time against cluster size")
+    rss_axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def targets_table(results: list[dict[str, Any]]) -> str:
+    """Each performance target beside the figure this run measured, met or not."""
+    by_name = {r["scenario"]: r for r in results}
+    checks: list[tuple[str, str, Any, bool]] = []
+    if "arrivals" in by_name:
+        gang = by_name["arrivals"]["yuniplace"]
+        base = by_name["arrivals"]["baseline"]
+        checks.append(("p50 start of a 10-pod gang at 5 arrivals/s", "≤ 0.35 s", gang["p50_s"], gang["p50_s"] <= 0.35))
+        checks.append(("p99 start of a 10-pod gang at 5 arrivals/s", "≤ 0.8 s", gang["p99_s"], gang["p99_s"] <= 0.8))
+        ratio = round(gang["pods_per_s"] / base["pods_per_s"], 2) if base["pods_per_s"] else 0.0
+        checks.append(("pods bound per second against plain kube-scheduler", "≥ 0.97×", ratio, ratio >= 0.97))
+    if "gang-size" in by_name:
+        largest = by_name["gang-size"]["rows"][-1]
+        checks.append(
+            (
+                f"one gang of {largest['members']} against plain kube-scheduler",
+                "≤ 2.2×",
+                largest["ratio"],
+                largest["ratio"] <= 2.2,
+            )
+        )
+    if "cost" in by_name:
+        cost = by_name["cost"]
+        writes, events = cost["pod_writes_per_member"], cost["event_writes_per_member"]
+        checks.append(("pod writes per gang member", "≤ 3.0", writes, writes <= 3.0))
+        checks.append(("event writes per gang member", "≤ 1.0", events, events <= 1.0))
+    if "scale" in by_name:
+        largest = by_name["scale"]["rows"][-1]
+        rss = largest["controller_peak_rss_mib"]
+        checks.append((f"controller RSS at {largest['nodes']} nodes", "< 400 MiB", rss, rss < 400))
+    if not checks:
+        return ""
+    lines = ["### Targets", "", "| target | goal | measured | met |", "| --- | ---: | ---: | :---: |"]
+    lines += [f"| {name} | {goal} | {value} | {'yes' if met else 'no'} |" for name, goal, value, met in checks]
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
     "control-plane": control_plane_table,
     "gang-size": gang_size_table,
     "arrivals": arrivals_table,
     "contention": contention_table,
     "cost": cost_table,
+    "scale": scale_table,
 }
 
 
@@ -160,11 +245,17 @@ def write(out_dir: Path, results: list[dict[str, Any]], environment: dict[str, A
         f"Measured {environment['time']} on {environment['cpus']} CPUs; "
         f"Kubernetes {environment['versions']['kubernetes']}.\n"
     ]
+    targets = targets_table(results)
+    if targets:
+        sections.append(targets)
     sections += [TABLES[r["scenario"]](r) for r in results]
     for result in results:
         if result["scenario"] == "gang-size":
             chart(result, out_dir / "gang-latency.png")
             sections.append("![gang start latency](gang-latency.png)\n")
+        if result["scenario"] == "scale":
+            scale_chart(result, out_dir / "scale.png")
+            sections.append("![controller memory and admission time against nodes](scale.png)\n")
     markdown = out_dir / "results.md"
     markdown.write_text("\n".join(sections))
     return markdown

@@ -43,7 +43,7 @@ from yuniplace.queues.quota import Ledger
 from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows
 
 log = logging.getLogger(__name__)
-MIN_CYCLE_INTERVAL_S = 0.5
+COALESCE_S = 0.01
 UNEVICTABLE_S = 60.0
 
 
@@ -82,8 +82,10 @@ class Admission:
         rules: AdmissionRules = AdmissionRules(),
         clock: Callable[[], float] = time.time,
         queues: Queues | None = None,
+        on_cycle: Callable[[float, float], None] = lambda _seconds, _cpu_seconds: None,
     ) -> None:
         self._room = room
+        self._on_cycle = on_cycle  # the time and the CPU time each cycle took
         self._queues: Queues = queues or QueueSource()
         self._store = store
         self._limits = limits
@@ -151,17 +153,22 @@ class Admission:
         self._dirty.set()
 
     def run(self, stop: threading.Event) -> None:
-        """Decide again whenever room is freed (at most every MIN_CYCLE_INTERVAL_S), and when a head's
-        claim runs out, waking the applications whose decision changed. A failed cycle is logged and
-        the next one tried: this thread serves every tenant and must never end while the controller runs."""
+        """Decide again as soon as room is freed or a head's claim runs out, waking the applications
+        whose decision changed. A burst of changes (a gang's pods leaving together) is coalesced for
+        COALESCE_S, and cycles are paced by their own cost (after a cycle of t seconds, the next waits
+        at least t), so admission keeps up with a busy cluster without ever taking more than half a
+        core. A failed cycle is logged and the next one tried: this thread serves every tenant and
+        must never end while the controller runs."""
+        cost = 0.0
         while not stop.is_set():
             lapse = self._claim_lapses_at
             woken = self._dirty.wait(1.0 if lapse is None else min(1.0, max(0.0, lapse - self._clock())))
             if not woken and (lapse is None or self._clock() < lapse):
                 continue
-            if stop.wait(MIN_CYCLE_INTERVAL_S):
+            if stop.wait(max(COALESCE_S, cost)):
                 return
             self._dirty.clear()
+            started = time.monotonic()
             try:
                 with self._lock:
                     if self.waiting:
@@ -171,6 +178,7 @@ class Admission:
             except Exception:
                 log.exception("admission cycle failed; deciding again on the next change")
                 self._dirty.set()
+            cost = time.monotonic() - started
 
     # -- the applications --------------------------------------------------------------------------
 
@@ -339,6 +347,13 @@ class Admission:
             self._cycle()
 
     def _cycle(self) -> None:
+        started, cpu_started = time.monotonic(), time.thread_time()
+        try:
+            self._decide_all()
+        finally:
+            self._on_cycle(time.monotonic() - started, time.thread_time() - cpu_started)
+
+    def _decide_all(self) -> None:
         placing = self._queues.placing()
         apps, broken = self._apps(placing)
         config = placing.config

@@ -31,7 +31,8 @@ from yuniplace.kube.watch import ListWatch
 
 log = logging.getLogger(__name__)
 
-MIN_RECONCILE_INTERVAL_S = 0.1
+MIN_RECONCILE_SPACING_S = 0.01
+MAX_RECONCILE_SPACING_S = 0.1
 GAUGE_REFRESH_S = 2.0
 SYNC_TIMEOUT_S = 120.0
 
@@ -78,7 +79,9 @@ class Controller:
         # Pods waiting for kube-scheduler (ungated, unbound): whether a swap's freed room must be
         # guarded by a nomination. Seen only when watching every namespace; otherwise always guard.
         self._waiting: dict[str, p.AppKey | None] = {}
-        self._last_reconciled: dict[p.AppKey, float] = {}
+        self._last_reconciled: dict[p.AppKey, tuple[float, float]] = {}  # when, and its cost (s)
+        # Applications waiting to swap onto a node until another application's member lands there.
+        self._node_waiters: dict[str, set[p.AppKey]] = {}
         self._states: dict[p.AppKey, AppState] = {}
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
@@ -96,7 +99,15 @@ class Controller:
                 events_namespace=namespace or "default",
             )
             self.admission = Admission(
-                self.room, self.store, settings.limits, self.pod_groups.get, self.queue.add, rules, clock, self.queues
+                self.room,
+                self.store,
+                settings.limits,
+                self.pod_groups.get,
+                self.queue.add,
+                rules,
+                clock,
+                self.queues,
+                on_cycle=self._admission_cycle,
             )
             self._node_watch = ListWatch(
                 client, "/api/v1/nodes", on_list=self.room.nodes_listed, on_event=self.room.node_event, name="nodes"
@@ -124,6 +135,10 @@ class Controller:
             return True
         with self._lock:
             return any(owner != key for owner in self._waiting.values())
+
+    def _admission_cycle(self, seconds: float, cpu_seconds: float) -> None:
+        self.metrics.admission_cycle_seconds.observe(seconds)
+        self.metrics.admission_cycle_cpu.inc(cpu_seconds)
 
     def _capacity_changed(self) -> None:
         if self.admission is not None:
@@ -164,19 +179,27 @@ class Controller:
                 self._waiting[p.uid(pod)] = p.app_key(pod)
             else:
                 self._waiting.pop(p.uid(pod), None)
+        landing = self.store.in_flight_node(p.uid(pod))
         if kind == "DELETED":
             self._tracker.forget(pod)
             key = self.store.delete(pod)
         else:
             self._tracker.observe(pod)
             key = self.store.upsert(pod)
-        if key is not None:
-            # An application reconciled a moment ago waits out MIN_RECONCILE_INTERVAL_S: the events of
-            # a large gang (a placeholder placed, a member bound, one each) then coalesce into one
-            # reconcile instead of one each, while a quiet application still reacts at once.
+        if landing is not None and self.store.in_flight_node(p.uid(pod)) is None:
             with self._lock:
-                since = time.monotonic() - self._last_reconciled.get(key, 0.0)
-            self.queue.add_after(key, MIN_RECONCILE_INTERVAL_S - since)
+                waiters = self._node_waiters.pop(landing, set())
+            for waiter in waiters:  # the node is free for their swaps now
+                self.queue.add(waiter)
+        if key is not None:
+            # An application reconciled a moment ago waits a little, twice what its last reconcile
+            # cost (within MIN/MAX_RECONCILE_SPACING_S): the events of a large gang (a placeholder
+            # placed, a member bound, one each) then coalesce into few reconciles instead of one each,
+            # while a small or quiet application reacts at once.
+            with self._lock:
+                last, cost = self._last_reconciled.get(key, (0.0, 0.0))
+            spacing = min(MAX_RECONCILE_SPACING_S, max(MIN_RECONCILE_SPACING_S, 2 * cost))
+            self.queue.add_after(key, spacing - (time.monotonic() - last))
 
     # -- workers -----------------------------------------------------------------------------------
 
@@ -210,7 +233,7 @@ class Controller:
     def reconcile(self, key: p.AppKey) -> Plan:
         started = time.monotonic()
         with self._lock:
-            self._last_reconciled[key] = started
+            self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
         app = self._application(key)
         around = self._surroundings(app)
         plan = Planner(app, self._clock(), self._settings, around).plan()
@@ -236,8 +259,18 @@ class Controller:
             for ref in around.peers:  # a gang group moves together: the others look again
                 self.queue.add(p.AppKey.parse(ref))
             self._capacity_changed()  # what it holds or waits for changed: admission decides again
+        if plan.waits_for_nodes:
+            with self._lock:
+                for node in plan.waits_for_nodes:
+                    self._node_waiters.setdefault(node, set()).add(key)
+            if not plan.waits_for_nodes <= self.store.nodes_in_flight():
+                self.queue.add(key)  # one landed while the plan was made: no event is left to wake it
         self._record(key, app, plan)
-        self.metrics.reconcile_seconds.observe(time.monotonic() - started)
+        cost = time.monotonic() - started
+        self.metrics.reconcile_seconds.observe(cost)
+        with self._lock:
+            if key in self._last_reconciled:
+                self._last_reconciled[key] = (started, cost)
         return plan
 
     def _record(self, key: p.AppKey, app: Application, plan: Plan) -> None:

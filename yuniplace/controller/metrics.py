@@ -71,6 +71,15 @@ class Metrics:
         self.events = Counter(
             "yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r
         )
+        self.admission_cycle_seconds = Histogram(
+            "yuniplace_admission_cycle_duration_seconds",
+            "Time of one admission cycle: every waiting application decided once.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
+        self.admission_cycle_cpu = Counter(
+            "yuniplace_admission_cycle_cpu_seconds_total", "CPU time spent in admission cycles.", registry=r
+        )
         self.admission_waiting = Gauge(
             "yuniplace_admission_waiting_applications",
             "Applications waiting for room to reserve their gang.",

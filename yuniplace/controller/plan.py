@@ -82,6 +82,8 @@ class Plan:
     fail: list[Failure] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     requeue_after_s: float | None = None
+    # Nodes another application's member is on its way to, where this one waits to swap a member in.
+    waits_for_nodes: set[str] = field(default_factory=set)
     forget: bool = False  # nothing of the application is left to watch over
     evict: list[Pod] = field(
         default_factory=list

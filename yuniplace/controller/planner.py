@@ -523,7 +523,9 @@ class Planner:
                 elif free:
                     chosen = next((ph for ph in free if p.node_name(ph) not in in_flight), None)
                     if chosen is None:
-                        plan.requeue_after_s = IN_FLIGHT_RECHECK_S  # its binding requeues it sooner
+                        # Its binding requeues it (on those nodes); the recheck is a safety net.
+                        plan.waits_for_nodes.update(str(p.node_name(ph)) for ph in free)
+                        plan.requeue_after_s = IN_FLIGHT_RECHECK_S
                         continue
                     free.remove(chosen)
                     claimed.add(p.uid(chosen))

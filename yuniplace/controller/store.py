@@ -120,6 +120,11 @@ class PodStore:
         with self._lock:
             return [self._pods[uid] for uid in self._placeholders]
 
+    def in_flight_node(self, uid: str) -> str | None:
+        """The node the pod, released by a nominated swap, is on its way to; None once bound (or never)."""
+        with self._lock:
+            return self._in_flight.get(uid)
+
     def nodes_in_flight(self) -> frozenset[str]:
         """Nodes a released member is nominated to and not yet bound on, whatever its application."""
         with self._lock:
