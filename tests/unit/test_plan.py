@@ -550,6 +550,21 @@ def test_no_new_swap_onto_a_node_with_a_member_in_flight() -> None:
     assert [(p.name(s.member), s.node) for s in plan_of(pods).swaps] == [("exec-1", "n1")]
 
 
+def test_a_swap_held_back_by_another_applications_member_names_the_node_it_waits_for() -> None:
+    """The other member's binding is not this application's event: the controller wakes it through
+    the node named here, rather than after the recheck."""
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        executor(0),
+        placeholder("exec", 0, node="n1", scheduled=NOW - 30),
+    ]
+    held = plan_application(Application.of(KEY, pods), NOW, nodes_in_flight=frozenset({"n1"}))
+    assert held.swaps == [] and held.waits_for_nodes == {"n1"}
+    assert held.requeue_after_s == IN_FLIGHT_RECHECK_S
+    free = plan_application(Application.of(KEY, pods), NOW)
+    assert [(p.name(s.member), s.node) for s in free.swaps] == [("exec-0", "n1")] and not free.waits_for_nodes
+
+
 # -- timeouts -------------------------------------------------------------------------------------
 
 
