@@ -74,12 +74,22 @@ def bound(name: str, node_name: str, cpu: str = "1") -> dict[str, Any]:
 class World:
     def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
         self.store = PodStore()
-        self.room = ClusterRoom()
+        self.room = ClusterRoom(on_freed=self._freed)  # as the controller wires it
         self.room.nodes_listed(nodes)
         self.room.pods_listed(pods)
         self.store.replace(pods)
         self.woken: list[p.AppKey] = []
-        self.admission = Admission(self.room, self.store, Limits(), lambda _key: None, self.woken.append)
+        self.cycles = 0
+        self.admission = Admission(
+            self.room, self.store, Limits(), lambda _key: None, self.woken.append, on_cycle=self._cycled
+        )
+
+    def _cycled(self, _seconds: float, _cpu_seconds: float) -> None:
+        self.cycles += 1
+
+    def _freed(self) -> None:
+        if hasattr(self, "admission"):
+            self.admission.capacity_changed()
 
     def ticket(self, app: str) -> Granted | Waiting:
         return self.admission.ticket(p.AppKey(NS, app))
@@ -104,6 +114,16 @@ def test_reservations_in_flight_count_as_used() -> None:
     """b is reserving (its placeholders not placed yet): its room is not offered to c."""
     world = World(ten_slots(), [gang("b", 6, created=1, state="Reserving"), gang("c", 5, created=2)])
     assert isinstance(world.ticket("c"), Waiting)
+
+
+def test_a_waiting_gang_is_decided_again_only_after_something_changed() -> None:
+    """Its reconciles ask again and again; the answer can only change with the cluster."""
+    world = World(ten_slots(), [bound(f"x{i}", f"n{i}") for i in range(5)] + [gang("a", 6, created=1)])
+    assert isinstance(world.ticket("a"), Waiting)
+    assert isinstance(world.ticket("a"), Waiting)
+    assert world.cycles == 1
+    world.room.pod_event("DELETED", bound("x0", "n0"))
+    assert world.ticket("a") == Granted() and world.cycles == 2
 
 
 def test_what_runs_on_the_nodes_counts_as_used() -> None:

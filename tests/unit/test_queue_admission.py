@@ -60,7 +60,7 @@ class World:
         self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], queues: admission.Queues, **rules: Any
     ) -> None:
         self.store = PodStore()
-        self.room = ClusterRoom()
+        self.room = ClusterRoom(on_freed=self._freed)  # as the controller wires it
         self.room.nodes_listed(nodes)
         self.room.pods_listed(pods)
         self.store.replace(pods)
@@ -75,6 +75,10 @@ class World:
             lambda: NOW,
             queues,
         )
+
+    def _freed(self) -> None:
+        if hasattr(self, "admission"):
+            self.admission.capacity_changed()
 
     def ticket(self, app: str) -> Granted | Waiting | Refused:
         return self.admission.ticket(p.AppKey(NS, app))
@@ -122,6 +126,7 @@ def test_a_queue_at_its_max_keeps_its_next_gang_waiting_while_room_is_free() -> 
     waiting = world.ticket("second")
     assert isinstance(waiting, Waiting) and "queue root.etl is at its max cpu: 4 of 4 used" in waiting.message
     queues.current = QueueConfig({**queues.current.queues, "root.etl": QueueSpec("root.etl", max=cores(8))})
+    world.admission.capacity_changed()  # as QueueSource tells it of an edit
     assert world.ticket("second") == Granted()
 
 

@@ -115,7 +115,11 @@ class Admission:
     def ticket(self, key: p.AppKey) -> Ticket:
         """The decision for an application about to reserve; decided now if it is new."""
         with self._lock:
-            if key not in self._tickets or isinstance(self._tickets[key], Waiting):
+            # A waiting application is decided again only when something changed since the last cycle:
+            # deciding every reconcile of every waiting gang anew would cost a cycle each, for the
+            # same answer, and the cycle that follows a change wakes each application it decides anew.
+            if key not in self._tickets or (isinstance(self._tickets[key], Waiting) and self._dirty.is_set()):
+                self._dirty.clear()
                 self._cycle()
             ticket = self._tickets.get(key)
             if ticket is None:
