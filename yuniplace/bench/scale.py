@@ -21,7 +21,8 @@ from yuniplace.localcluster.build import Binaries
 NODE_CPU_MILLI = 8000
 GANG_SIZES = (2, 4, 8, 16)  # mixed sizes, cycled through
 FILL_NAMESPACE = "scale-fill"
-GANG_NAMESPACE = "scale-gangs"
+GANG_NAMESPACE = "scale-gangs-{:02d}"  # tenants of GANGS_PER_NAMESPACE gangs each, within per-namespace limits
+GANGS_PER_NAMESPACE = 10
 CHURN_EVENTS = 1000
 ADMISSIONS_MEASURED = 5
 
@@ -58,10 +59,15 @@ def _fill(client: KubeClient, nodes: Sequence[str], per_node: int) -> dict[str, 
     return pods
 
 
-def _first_placeholder_seen(client: KubeClient, app: str) -> bool:
+def _namespace_of(index: int) -> str:
+    return GANG_NAMESPACE.format(index // GANGS_PER_NAMESPACE)
+
+
+def _first_placeholder_seen(client: KubeClient, index: int) -> bool:
+    app = f"g{index:03d}"
     return bool(
         client.get(
-            f"/api/v1/namespaces/{GANG_NAMESPACE}/pods",
+            f"/api/v1/namespaces/{_namespace_of(index)}/pods",
             labelSelector=f"{keys.PLACEHOLDER}=true,{keys.PLACEHOLDER_APP}={app}",
             limit="1",
         )["items"]
@@ -87,7 +93,8 @@ def run(
         client = cluster.client()
         node_names = sorted(n["metadata"]["name"] for n in client.get("/api/v1/nodes")["items"])
         cluster.create_namespace(FILL_NAMESPACE)
-        cluster.create_namespace(GANG_NAMESPACE)
+        for namespace in sorted({_namespace_of(index) for index in range(gangs)}):
+            cluster.create_namespace(namespace)
         started = time.monotonic()
         fill = _fill(client, node_names, per_node)
         wait_until(lambda: _all_running(client, FILL_NAMESPACE), max(300.0, nodes * per_node / 20))
@@ -100,7 +107,7 @@ def run(
                 sizes = list(itertools.islice(itertools.cycle(GANG_SIZES), gangs))
                 for index, size in enumerate(sizes):
                     # 1 CPU each: no node has that much free, so every gang waits.
-                    create_pods(client, GANG_NAMESPACE, gang(f"g{index:03d}", size, cpu="1", memory="128Mi"))
+                    create_pods(client, _namespace_of(index), gang(f"g{index:03d}", size, cpu="1", memory="128Mi"))
                 wait_until(
                     lambda: controller.metrics().get("yuniplace_admission_waiting_applications", 0) >= gangs,
                     max(120.0, gangs * 3.0),
@@ -126,8 +133,7 @@ def run(
                     for node in freeing:
                         client.delete(f"/api/v1/namespaces/{FILL_NAMESPACE}/pods/{fill[node][0]}")
                     freed = time.monotonic()
-                    head = f"g{index:03d}"
-                    wait_until(partial(_first_placeholder_seen, client, head), 120, interval_s=0.01)
+                    wait_until(partial(_first_placeholder_seen, client, index), 120, interval_s=0.01)
                     freed_to_admitted.append(time.monotonic() - freed)
                 cycles_after = _cycles(controller)
                 rss.sample()
