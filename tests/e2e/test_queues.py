@@ -147,6 +147,43 @@ def gang_job(cluster: Cluster, namespace: str, place: Placement, app: str, membe
     cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
 
 
+def halves_of_eight_cpus(
+    cluster: Cluster,
+    namespace: str,
+    tenant: Callable[[str], str],
+    pool: Callable[..., Placement],
+    cluster_wide: Callable[..., ControllerProcess],
+) -> tuple[str, str, Placement]:
+    """Teams A and B, each guaranteed 4 of the 8 CPUs of two nodes, a namespace each, and a controller
+    with that configuration applied."""
+    a, b = tenant("a"), tenant("b")
+    put_queues(
+        cluster,
+        namespace,
+        queues_yaml(
+            f"- name: {a}\n  resources:\n    guaranteed: {{vcore: 4}}",
+            f"- name: {b}\n  resources:\n    guaranteed: {{vcore: 4}}",
+            rules="- name: tag\n  value: namespace",
+        ),
+    )
+    cluster_wide(f"--queues-configmap={namespace}/queues")
+    configured(cluster, namespace, "QueuesApplied")
+    return a, b, pool(2, cpu="4", memory="16Gi")
+
+
+def budget(cluster: Cluster, namespace: str, app: str, *, min_available: int) -> None:
+    """A PodDisruptionBudget, named after the application, over its pods."""
+    cluster.client.create(
+        f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": app},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"spark-app-selector": app}}},
+        },
+    )
+
+
 def budget_allows(cluster: Cluster, namespace: str, name: str, disruptions: int, healthy: int | None = None) -> None:
     """Wait until the disruption controller has computed the PodDisruptionBudget's status."""
 
@@ -273,29 +310,8 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
     idle half). B submits a gang of 4: A's newest Job is evicted whole through the Eviction API (its
     PodDisruptionBudget allows it), B's gang reserves and runs; the Job's pods come back, wait, and start
     once B's gang is done. A's older Job is never touched."""
-    a, b = tenant("a"), tenant("b")
-    put_queues(
-        cluster,
-        namespace,
-        queues_yaml(
-            f"- name: {a}\n  resources:\n    guaranteed: {{vcore: 4}}",
-            f"- name: {b}\n  resources:\n    guaranteed: {{vcore: 4}}",
-            rules="- name: tag\n  value: namespace",
-        ),
-    )
-    cluster_wide(f"--queues-configmap={namespace}/queues")
-    configured(cluster, namespace, "QueuesApplied")
-    place = pool(2, cpu="4", memory="16Gi")
-    cluster.client.create(
-        f"/apis/policy/v1/namespaces/{a}/poddisruptionbudgets",
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "newer"},
-            # A Job has no scale subresource: its pods' budget can only be an integer minAvailable.
-            "spec": {"minAvailable": 0, "selector": {"matchLabels": {"spark-app-selector": "newer"}}},
-        },
-    )
+    a, b, place = halves_of_eight_cpus(cluster, namespace, tenant, pool, cluster_wide)
+    budget(cluster, a, "newer", min_available=0)  # a Job's pods can only have an integer minAvailable
 
     with NamespaceRecorder(cluster.client, a) as team_a:
         evicted: dict[str, str] = {}
@@ -393,28 +409,8 @@ def test_a_gang_its_budget_protects_is_not_evicted_and_reclaim_takes_another_who
 ) -> None:
     """A's newest borrowing gang has a PodDisruptionBudget that allows no eviction: it keeps all its pods
     (GangPreempted says why), and reclaim evicts A's other borrowing gang instead, whole."""
-    a, b = tenant("a"), tenant("b")
-    put_queues(
-        cluster,
-        namespace,
-        queues_yaml(
-            f"- name: {a}\n  resources:\n    guaranteed: {{vcore: 4}}",
-            f"- name: {b}\n  resources:\n    guaranteed: {{vcore: 4}}",
-            rules="- name: tag\n  value: namespace",
-        ),
-    )
-    cluster_wide(f"--queues-configmap={namespace}/queues")
-    configured(cluster, namespace, "QueuesApplied")
-    place = pool(2, cpu="4", memory="16Gi")
-    cluster.client.create(
-        f"/apis/policy/v1/namespaces/{a}/poddisruptionbudgets",
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "protected"},
-            "spec": {"minAvailable": 3, "selector": {"matchLabels": {"spark-app-selector": "protected"}}},
-        },
-    )
+    a, b, place = halves_of_eight_cpus(cluster, namespace, tenant, pool, cluster_wide)
+    budget(cluster, a, "protected", min_available=3)
     gang(cluster, a, place, "spared", 3)
     spared = running(cluster, a, "spared", 3)
     gang(cluster, a, place, "protected", 3)
