@@ -178,14 +178,25 @@ def scale_chart(result: dict[str, Any], path: Path) -> None:
     rows = result["rows"]
     nodes = [row["nodes"] for row in rows]
     figure, rss_axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    rss_axes.plot(nodes, [row["controller_peak_rss_mib"] for row in rows], marker="o", color="tab:blue")
+    rss_line = rss_axes.plot(
+        nodes, [row["controller_peak_rss_mib"] for row in rows], marker="o", color="tab:blue", label="peak RSS"
+    )
     rss_axes.set_xlabel("kwok nodes (full, with ordinary pods and waiting gangs)")
     rss_axes.set_ylabel("controller peak RSS (MiB)", color="tab:blue")
     cycle_axes = rss_axes.twinx()
-    cycle_axes.plot(nodes, [row["admission_cycle_ms"] for row in rows], marker="s", color="tab:red")
+    cycle_line = cycle_axes.plot(
+        nodes,
+        [row["admission_cycle_ms"] for row in rows],
+        marker="s",
+        linestyle="--",
+        color="tab:red",
+        label="admission cycle",
+    )
     cycle_axes.set_ylabel("admission cycle (ms)", color="tab:red")
     rss_axes.set_title("Controller memory and admission decision time against cluster size")
     rss_axes.grid(True, alpha=0.3)
+    lines = rss_line + cycle_line
+    rss_axes.legend(lines, [str(line.get_label()) for line in lines], loc="upper left")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
