@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.unit.test_gang_admission import NS, bound, gang, node
 from yuniplace.controller import admission
 from yuniplace.controller.admission import Admission
@@ -18,6 +20,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.model import QueueConfig, QueueSpec
+from yuniplace.queues.quota import Ledger
 
 NOW = 1_800_000_000.0
 
@@ -307,3 +310,21 @@ def test_reclaim_takes_back_only_gangs_holding_room_the_waiting_gang_could_use()
     assert isinstance(world.ticket("train"), Waiting)
     assert world.admission.reclaim_of(p.AppKey(NS, "etl-gpu")) is not None
     assert world.admission.reclaim_of(p.AppKey(NS, "etl-cpu")) is None
+
+
+def test_a_queue_whose_borrowing_cannot_be_told_comes_last_and_the_others_are_decided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queues = Queues(QueueSpec("root.a", guaranteed=cores(4)), QueueSpec("root.b", guaranteed=cores(4)))
+    original = Ledger.beyond_guarantee
+
+    def broken(self: Ledger, path: str, needs: dict[str, int]) -> dict[str, int]:
+        if path == "root.a":
+            raise ValueError("unreadable")
+        return original(self, path, needs)
+
+    monkeypatch.setattr(Ledger, "beyond_guarantee", broken)
+    world = World(
+        nodes(2), [in_queue(gang("a-job", 2, created=1), "a"), in_queue(gang("b-job", 2, created=2), "b")], queues
+    )
+    assert world.ticket("b-job") == Granted()

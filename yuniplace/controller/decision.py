@@ -225,9 +225,13 @@ class Decision:
         for unit in units:
             first = unit[0]
             if first.queue not in borrows:
-                borrows[first.queue] = any(
-                    ledger.beyond_guarantee(app.queue, app.amounts(outstanding=False)) for app in unit
-                )
+                try:
+                    borrows[first.queue] = any(
+                        ledger.beyond_guarantee(app.queue, app.amounts(outstanding=False)) for app in unit
+                    )
+                except Exception:  # one application's data must not reorder, or stop, everyone's cycle
+                    log.exception("cannot tell whether %s borrows; it comes last", first.key)
+                    borrows[first.queue] = True
         return sorted(units, key=lambda unit: borrows[unit[0].queue])
 
     def decide(self, unit: Sequence[App]) -> None:
