@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from yuniplace.gang.fit import Constraints, Need, Node, Room, milli
 
@@ -122,3 +124,72 @@ def test_constrained_needs_only_use_accepted_nodes() -> None:
 def test_larger_pods_are_placed_first_so_small_ones_do_not_fragment_the_room() -> None:
     room = Room([node("a", cpu="4"), node("b", cpu="4")], {})
     assert room.take_all([need(4, cpu="1"), need(1, cpu="4")]) == [0, 0]
+
+
+def _first_fit(nodes: list[Node], free: dict[str, dict[str, int]], needs: list[Need]) -> list[int]:
+    """The placement Room must give, written the plain way: every need, largest first, over every node
+    in name order."""
+    short = [0] * len(needs)
+    for index in sorted(range(len(needs)), key=lambda i: -sum(needs[i].requests.values())):
+        left = needs[index].count
+        for n in sorted(nodes, key=lambda n: n.name):
+            wanted = {**needs[index].requests, "pods": 1000}
+            fits = min(free[n.name].get(k, 0) // v for k, v in wanted.items() if v > 0)
+            if left and fits > 0 and needs[index].constraints.accepts(n):
+                placed = min(left, fits)
+                for k, v in wanted.items():
+                    free[n.name][k] = free[n.name].get(k, 0) - v * placed
+                left -= placed
+        short[index] = left
+    return short
+
+
+nodes_strategy = st.lists(
+    st.builds(
+        node,
+        name=st.sampled_from("abcdefgh"),
+        cpu=st.sampled_from(["0", "1", "2", "4"]),
+        pods=st.sampled_from(["1", "3", "110"]),
+        labels=st.sampled_from([{}, {"kind": "gpu"}]),
+    ),
+    min_size=1,
+    max_size=8,
+    unique_by=lambda n: n.name,
+)
+needs_strategy = st.lists(
+    st.builds(
+        need,
+        count=st.integers(0, 6),
+        cpu=st.sampled_from(["500m", "1", "2"]),
+        memory=st.sampled_from(["1Gi", "0"]),
+        node_selector=st.sampled_from([{}, {"kind": "gpu"}]),
+    ),
+    max_size=4,
+)
+
+
+@given(
+    nodes=nodes_strategy,
+    used=st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 3000)),
+    rounds=st.lists(needs_strategy, max_size=4),
+)
+def test_room_places_as_plain_first_fit_does_and_copies_stay_apart(
+    nodes: list[Node], used: dict[str, int], rounds: list[list[Need]]
+) -> None:
+    room = Room(nodes, {name: {"cpu": cpu, "pods": 1000} for name, cpu in used.items()})
+    expected = {n.name: dict(room.free_of(n.name)) for n in nodes}
+    for needs in rounds:
+        before = {n.name: dict(room.free_of(n.name)) for n in nodes}
+        trial = room.copy()
+        assert trial.take_all(needs) == _first_fit(nodes, expected, needs)
+        assert {n.name: dict(trial.free_of(n.name)) for n in nodes} == expected
+        assert {n.name: dict(room.free_of(n.name)) for n in nodes} == before  # the copy took nothing from it
+        room = trial
+        selectors = [need.constraints for need in needs] or [Constraints()]
+        accepted = [n for n in nodes if any(c.accepts(n) for c in selectors)]
+        summed: dict[str, int] = {}
+        for n in accepted:
+            for k, v in expected[n.name].items():
+                summed[k] = summed.get(k, 0) + max(0, v)
+        assert room.free_on(selectors) == summed
+        assert room.accepting(selectors) == {n.name for n in accepted}

@@ -131,3 +131,43 @@ def test_paginated_list_is_delivered_whole() -> None:
     lists, _ = run_script(client)
     assert lists == [["a", "b"]]
     assert client.list_queries[1]["continue"] == "token"
+
+
+def test_listed_objects_are_trimmed_as_their_page_arrives() -> None:
+    done = threading.Event()
+    client = ScriptedClient(
+        lists=[
+            {"items": [pod("a", "1")], "metadata": {"continue": "token", "resourceVersion": "9"}},
+            {"items": [pod("b", "2")], "metadata": {"resourceVersion": "9"}},
+        ],
+        watches=[],
+        done=done,
+    )
+    trimmed: list[str] = []
+    trimmed_before_page: list[list[str]] = []
+    get = client.get
+
+    def get_recording(path: str, **query: Any) -> dict[str, Any]:
+        trimmed_before_page.append(list(trimmed))
+        return get(path, **query)
+
+    def trim(obj: dict[str, Any]) -> dict[str, Any]:
+        trimmed.append(obj["metadata"]["name"])
+        return {"metadata": {"name": obj["metadata"]["name"]}}
+
+    client.get = get_recording  # type: ignore[method-assign]
+    listed: list[list[dict[str, Any]]] = []
+    watch = ListWatch(
+        client,  # type: ignore[arg-type]
+        "/api/v1/pods",
+        on_list=listed.append,
+        on_event=lambda kind, obj: None,
+        trim=trim,
+    )
+    thread = threading.Thread(target=watch.run, daemon=True)
+    thread.start()
+    assert done.wait(10)
+    watch.stop()
+    thread.join(10)
+    assert trimmed_before_page == [[], ["a"]]  # the first page was trimmed before the second was fetched
+    assert listed == [[{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]]

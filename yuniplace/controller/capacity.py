@@ -70,6 +70,12 @@ class ClusterRoom:
         self._nodes: dict[str, Node] = {}
         self._takes: dict[str, tuple[str, Amounts]] = {}  # pod uid -> (node, requests)
         self._used: dict[str, Amounts] = {}
+        # Each node's free room, kept as pods come and go (a new dict on each change, so a snapshot of
+        # the map is a consistent, shallow copy), and the nodes in name order: a cycle's room is taken
+        # without a pass over every node.
+        self._free: dict[str, Mapping[str, int]] = {}
+        self._ordered: list[Node] = []
+        self._empty: Room = Room.of_free([], {})
         # Pods of a gang ask for the same amounts on a few hundred nodes: one shared copy of each
         # keeps the room small at tens of thousands of pods.
         self._shapes: dict[tuple[tuple[str, int], ...], Amounts] = {}
@@ -81,17 +87,42 @@ class ClusterRoom:
     def nodes_listed(self, nodes: Iterable[Mapping[str, Any]]) -> None:
         with self._lock:
             self._nodes = {(n := Node.of(node)).name: n for node in nodes}
+            self._nodes_changed()
         self.nodes_synced.set()
         self._on_freed()
 
     def node_event(self, kind: str, node: Mapping[str, Any]) -> None:
+        """A node added, changed or gone; room may only have been freed (and admission need look again)
+        when the node as admission sees it changed, not on each of its status heartbeats."""
+        name = node["metadata"]["name"]
         with self._lock:
+            before = self._nodes.get(name)
             if kind == "DELETED":
-                self._nodes.pop(node["metadata"]["name"], None)
+                if before is None:
+                    return
+                del self._nodes[name]
             else:
-                self._nodes[node["metadata"]["name"]] = Node.of(node)
+                after = Node.of(node)
+                if after == before:
+                    return
+                self._nodes[name] = after
+            self._nodes_changed()
         if kind != "DELETED":
             self._on_freed()
+
+    def _nodes_changed(self) -> None:
+        self._ordered = sorted(self._nodes.values(), key=lambda n: n.name)
+        self._empty = Room.of_free(self._ordered, {n.name: n.allocatable for n in self._ordered})
+        self._free = {}
+        for name in self._nodes:
+            self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        node = self._nodes.get(name)
+        if node is None:
+            return
+        used = self._used.get(name, {})
+        self._free[name] = {resource: amount - used.get(resource, 0) for resource, amount in node.allocatable.items()}
 
     # -- pods --------------------------------------------------------------------------------------
 
@@ -100,6 +131,7 @@ class ClusterRoom:
         for name, amount in requests.items():
             used[name] = used.get(name, 0) + sign * amount
         used["pods"] = used.get("pods", 0) + sign * 1000
+        self._refresh(node)
 
     def _take(self, node: str, pod: Pod) -> tuple[str, Amounts]:
         amounts = from_decimals(pod_requests(pod.get("spec", {})))
@@ -124,6 +156,7 @@ class ClusterRoom:
                 node = room_node(pod)
                 if node is not None:
                     self._set(p.uid(pod), self._take(node, pod))
+            self._nodes_changed()
         self._on_freed()
 
     def pod_event(self, kind: str, pod: Pod) -> None:
@@ -146,17 +179,21 @@ class ClusterRoom:
             return frozenset(self._takes)
 
     def room(self, releasing: Iterable[str] = ()) -> Room:
-        """The free room of every node now (a copy: admission consumes it hypothetically), with the room
-        of the pods `releasing` (uids) freed, as if they were gone."""
+        """The free room of every node now (admission consumes it hypothetically), with the room of the
+        pods `releasing` (uids) freed, as if they were gone."""
         with self._lock:
-            used = self._used
-            released = [take for uid in releasing if (take := self._takes.get(uid)) is not None]
-            if released:
-                used = {node: dict(amounts) for node, amounts in self._used.items()}
-                for node, amounts in released:
-                    for name, amount in {**amounts, "pods": 1000}.items():
-                        used[node][name] = used[node].get(name, 0) - amount
-            return Room(self._nodes.values(), used)
+            free = dict(self._free)
+            for uid in releasing:
+                take = self._takes.get(uid)
+                if take is None or take[0] not in free:
+                    continue
+                node, amounts = take
+                released = dict(free[node])
+                for name, amount in {**amounts, "pods": 1000}.items():
+                    if name in released:
+                        released[name] += amount
+                free[node] = released
+            return Room.of_free(self._ordered, free)
 
     def held_amounts(self, uids: Iterable[str]) -> dict[str, int]:
         """What the pods `uids` take on their nodes, summed (`pods` counting 1000 a pod)."""
@@ -185,6 +222,7 @@ class ClusterRoom:
         return room
 
     def empty_room(self) -> Room:
-        """Every node's whole allocatable room, as if nothing ran: what a gang could ever get."""
+        """Every node's whole allocatable room, as if nothing ran: what a gang could ever get. (A copy of
+        one kept until the nodes change, so what it learns of the nodes serves each cycle.)"""
         with self._lock:
-            return Room(self._nodes.values(), {})
+            return self._empty.copy()

@@ -113,7 +113,7 @@ class Controller:
                 client, "/api/v1/nodes", on_list=self.room.nodes_listed, on_event=self.room.node_event, name="nodes"
             )
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
-        self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods")
+        self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods", trim=p.trim)
         self.synced = threading.Event()
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------

@@ -315,13 +315,7 @@ class Decision:
 
     def _free_for(self, app: App) -> dict[str, int]:
         """The free room on the nodes the application's pool lets it use, summed."""
-        constraints = [need.constraints for need in app.needs(outstanding=False)]
-        total: dict[str, int] = {}
-        for node in self._room.nodes:
-            if any(c.accepts(node) for c in constraints):
-                for name, amount in self._room.free[node.name].items():
-                    total[name] = total.get(name, 0) + max(0, amount)
-        return total
+        return self._room.free_on([need.constraints for need in app.needs(outstanding=False)])
 
     def _reclaim_for(self, unit: Sequence[App], needs: list[Need]) -> bool:
         """A gang of a queue that lent its guarantee takes it back from borrowers: True when it waits
@@ -333,7 +327,7 @@ class Decision:
         if going:
             self._claim(app, needs, f"taking back room its queue {_shown(app.queue)} lent: {len(going)} gang(s) going")
             return True
-        usable = {node.name for node in self._room.nodes if any(n.constraints.accepts(node) for n in needs)}
+        usable = self._room.accepting([need.constraints for need in needs])
         holders = [
             Holder(
                 other.key,

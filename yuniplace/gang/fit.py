@@ -8,6 +8,8 @@ milli-units, so the arithmetic over thousands of nodes stays cheap.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,43 +135,91 @@ class Need:
     label: str = ""  # what the pods are, for messages ("task group executor")
 
 
-def _copies(free: Mapping[str, int], requests: Mapping[str, int]) -> int:
-    """How many pods of `requests` fit in `free` (one pod slot each)."""
-    wanted = {**requests, PODS: requests.get(PODS, 0) + 1000}
+def _wanted(requests: Mapping[str, int]) -> Amounts:
+    """What one pod of `requests` takes of a node: its requests and one pod slot."""
+    return {**requests, PODS: requests.get(PODS, 0) + 1000}
+
+
+def _copies(free: Mapping[str, int], wanted: Mapping[str, int]) -> int:
+    """How many pods that each take `wanted` (a pod slot among it) fit in `free`."""
     # A pod slot is always wanted, so at least one amount is positive and bounds the count.
     return min(free.get(name, 0) // amount for name, amount in wanted.items() if amount > 0)
 
 
+def _shape(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(amounts.items()))
+
+
+def _constraints_key(constraints: Iterable[Constraints]) -> str:
+    return json.dumps([dataclasses.asdict(c) for c in constraints], sort_keys=True, default=str)
+
+
 class Room:
-    """Free room per node, consumed as pods are (hypothetically) placed."""
+    """Free room per node, consumed as pods are (hypothetically) placed.
+
+    Admission tries every waiting gang against the whole cluster's room in each cycle, so a try must
+    cost about what it places, not a pass over every node: copies share the room they started from and
+    keep apart only the nodes they took room on, and the nodes that can hold a pod of a given shape are
+    found once per starting room (placing only takes room, so a node that could not hold such a pod at
+    the start never can). What a set of constraints accepts is likewise found once per set."""
 
     def __init__(self, nodes: Iterable[Node], used: Mapping[str, Mapping[str, int]]) -> None:
-        self.nodes = sorted(nodes, key=lambda n: n.name)
-        self.free: dict[str, Amounts] = {}
-        for node in self.nodes:
+        ordered = sorted(nodes, key=lambda n: n.name)
+        free: dict[str, Mapping[str, int]] = {}
+        for node in ordered:
             taken = used.get(node.name, {})
-            self.free[node.name] = {name: amount - taken.get(name, 0) for name, amount in node.allocatable.items()}
+            free[node.name] = {name: amount - taken.get(name, 0) for name, amount in node.allocatable.items()}
+        self._begin(ordered, free)
+
+    @classmethod
+    def of_free(cls, ordered: Sequence[Node], free: Mapping[str, Mapping[str, int]]) -> Room:
+        """The room of `ordered` nodes (sorted by name) with the `free` room of each, which the room
+        only reads: the caller hands over a snapshot it will not change."""
+        room = cls.__new__(cls)
+        room._begin(ordered, free)
+        return room
+
+    def _begin(self, ordered: Sequence[Node], free: Mapping[str, Mapping[str, int]]) -> None:
+        self.nodes = ordered
+        self._start = free
+        self._changed: dict[str, Mapping[str, int]] = {}  # replaced, never changed in place: copies share them
+        self._open: dict[tuple[tuple[str, int], ...], list[Node]] = {}  # shared by copies, as `_start` is
+        self._accepted: dict[str, tuple[list[Node], frozenset[str]]] = {}
+        self._accepted_free: dict[str, Amounts] = {}
+
+    def free_of(self, node: str) -> Mapping[str, int]:
+        changed = self._changed.get(node)
+        return self._start[node] if changed is None else changed
 
     def copy(self) -> Room:
         twin = Room.__new__(Room)
-        twin.nodes = self.nodes
-        twin.free = {name: dict(free) for name, free in self.free.items()}
+        twin.__dict__.update(self.__dict__)
+        twin._changed = dict(self._changed)
         return twin
+
+    def _open_for(self, wanted: Mapping[str, int]) -> list[Node]:
+        shape = _shape(wanted)
+        nodes = self._open.get(shape)
+        if nodes is None:
+            nodes = self._open[shape] = [n for n in self.nodes if _copies(self._start[n.name], wanted) > 0]
+        return nodes
 
     def take(self, need: Need) -> int:
         """Place up to `need.count` pods, first fit in node order; return how many were placed."""
+        wanted = _wanted(need.requests)
         left = need.count
-        for node in self.nodes:
+        for node in self._open_for(wanted):
             if left == 0:
                 break
-            free = self.free[node.name]
-            copies = _copies(free, need.requests)
+            free = self.free_of(node.name)
+            copies = _copies(free, wanted)
             if copies <= 0 or not need.constraints.accepts(node):
                 continue
             placed = min(left, copies)
-            for name, amount in need.requests.items():
-                free[name] = free.get(name, 0) - amount * placed
-            free[PODS] = free.get(PODS, 0) - 1000 * placed
+            self._changed[node.name] = {
+                **free,
+                **{name: free.get(name, 0) - amount * placed for name, amount in wanted.items()},
+            }
             left -= placed
         return need.count - left
 
@@ -178,7 +228,7 @@ class Room:
         trial = self.copy()
         if any(trial.take_all(needs)):
             return False
-        self.free = trial.free
+        self._changed = trial._changed
         return True
 
     def take_all(self, needs: Sequence[Need]) -> list[int]:
@@ -189,3 +239,39 @@ class Room:
         for index in order:
             short[index] = needs[index].count - self.take(needs[index])
         return short
+
+    def _accepting(self, key: str, constraints: Sequence[Constraints]) -> tuple[list[Node], frozenset[str]]:
+        accepted = self._accepted.get(key)
+        if accepted is None:
+            nodes = [n for n in self.nodes if any(c.accepts(n) for c in constraints)]
+            accepted = self._accepted[key] = (nodes, frozenset(n.name for n in nodes))
+        return accepted
+
+    def accepting(self, constraints: Sequence[Constraints]) -> frozenset[str]:
+        """The names of the nodes any of `constraints` accepts."""
+        return self._accepting(_constraints_key(constraints), constraints)[1]
+
+    def free_on(self, constraints: Sequence[Constraints]) -> Amounts:
+        """The free room (what is not overcommitted) of the nodes any of `constraints` accepts, summed."""
+        key = _constraints_key(constraints)
+        accepted, names = self._accepting(key, constraints)
+        start = self._accepted_free.get(key)
+        if start is None:
+            start = self._accepted_free[key] = _positive_sum(self._start[n.name] for n in accepted)
+        total = dict(start)
+        if self._changed:
+            for name, free in self._changed.items():
+                if name in names:
+                    for resource, amount in self._start[name].items():
+                        total[resource] = total.get(resource, 0) - max(0, amount)
+                    for resource, amount in free.items():
+                        total[resource] = total.get(resource, 0) + max(0, amount)
+        return total
+
+
+def _positive_sum(frees: Iterable[Mapping[str, int]]) -> Amounts:
+    total: Amounts = {}
+    for free in frees:
+        for name, amount in free.items():
+            total[name] = total.get(name, 0) + max(0, amount)
+    return total

@@ -45,6 +45,7 @@ class ListWatch:
         on_event: OnEvent,
         selectors: Mapping[str, str] | None = None,
         name: str = "",
+        trim: Callable[[JsonObject], JsonObject] | None = None,
     ) -> None:
         self._client = client
         self._path = path
@@ -52,6 +53,9 @@ class ListWatch:
         self._on_event = on_event
         self._selectors = dict(selectors or {})
         self._name = name or path
+        # Applied to each listed object as its page arrives: a list of tens of thousands of objects
+        # then never sits in memory whole at full size (its peak would stay as the process's size).
+        self._trim = trim
         self._stopped = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
         self._resource_version: str | None = None
@@ -71,7 +75,8 @@ class ListWatch:
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **self._selectors}
         while True:
             page = self._client.get(self._path, **query)
-            items.extend(page.get("items", []))
+            page_items = page.get("items", [])
+            items.extend(page_items if self._trim is None else map(self._trim, page_items))
             metadata = page.get("metadata", {})
             if not metadata.get("continue"):
                 break

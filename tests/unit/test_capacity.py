@@ -1,0 +1,95 @@
+"""The cluster's room as the node and pod watches keep it: the same as counting it from scratch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.gang.fit import Node, Room
+
+NODES = ("n1", "n2", "n3")
+
+
+def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": []},
+    }
+
+
+def pod(uid: str, node_name: str | None, cpu: str = "1") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {
+        "metadata": {"name": uid, "namespace": "ns", "uid": uid, "resourceVersion": "1"},
+        "spec": spec,
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
+
+
+def free(room: Room) -> dict[str, dict[str, int]]:
+    return {n.name: dict(room.free_of(n.name)) for n in room.nodes}
+
+
+events = st.lists(
+    st.tuples(
+        st.sampled_from(["ADDED", "MODIFIED", "DELETED"]),
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.sampled_from([*NODES, None]),
+        st.sampled_from(["500m", "1", "2"]),
+    ),
+    max_size=30,
+)
+
+
+@given(events=events, released=st.sets(st.sampled_from(["a", "b", "c", "d"])))
+def test_room_kept_per_event_is_the_room_counted_from_scratch(
+    events: list[tuple[str, str, str | None, str]], released: set[str]
+) -> None:
+    room = ClusterRoom()
+    room.nodes_listed([node(name) for name in NODES])
+    live: dict[str, dict[str, Any]] = {}
+    for kind, uid, node_name, cpu in events:
+        if kind == "DELETED":
+            live.pop(uid, None)
+            room.pod_event(kind, pod(uid, node_name, cpu))
+            continue
+        current = live.get(uid)
+        if current is not None and current["spec"].get("nodeName"):
+            continue  # a bound pod neither moves nor changes its requests
+        live[uid] = pod(uid, node_name, cpu)
+        room.pod_event(kind, live[uid])
+    used: dict[str, dict[str, int]] = {}
+    for uid, manifest in live.items():
+        bound_to = manifest["spec"].get("nodeName")
+        if bound_to and uid not in released:
+            cpu = manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+            node_used = used.setdefault(bound_to, {"cpu": 0, "pods": 0})
+            node_used["cpu"] += {"500m": 500, "1": 1000, "2": 2000}[cpu]
+            node_used["pods"] += 1000
+    expected = Room([Node.of(node(name)) for name in NODES], used)
+    assert free(room.room(releasing=released)) == free(expected)
+
+
+def test_a_node_heartbeat_frees_no_room_and_a_grown_node_does() -> None:
+    freed: list[str] = []
+    room = ClusterRoom(on_freed=lambda: freed.append("freed"))
+    room.nodes_listed([node("n1")])
+    freed.clear()
+    heartbeat = node("n1")
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "now"}]
+    room.node_event("MODIFIED", heartbeat)
+    assert freed == []
+    room.node_event("MODIFIED", node("n1", cpu="8"))
+    assert freed == ["freed"]
+    assert room.room().free_of("n1")["cpu"] == 8000
+    room.node_event("ADDED", node("n2"))
+    assert [n.name for n in room.room().nodes] == ["n1", "n2"]
+    room.node_event("DELETED", node("n1"))
+    assert [n.name for n in room.room().nodes] == ["n2"]
+    assert [n.name for n in room.empty_room().nodes] == ["n2"]
