@@ -5,6 +5,7 @@ memory and admission time against cluster size."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,17 @@ def chart(result: dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
+def _growth(ratio: float, growth: float) -> str:
+    """How a figure that changed by `ratio` grew against nodes that grew by `growth`: the exponent k
+    of ratio = growth^k, read as flat, less than, about, or more than linear."""
+    exponent = math.log(max(ratio, 1e-9)) / math.log(growth)
+    if exponent < 0.2:
+        return "flat"
+    if exponent < 0.9:
+        return "sublinear"
+    return "linear" if exponent <= 1.1 else "worse than linear"
+
+
 def scale_table(result: dict[str, Any]) -> str:
     rows = result["rows"]
     lines = [
@@ -163,14 +175,17 @@ def scale_table(result: dict[str, Any]) -> str:
     if len(rows) >= 2:
         first, last = rows[0], rows[-1]
         growth = last["nodes"] / first["nodes"]
-        lines += [
-            "",
-            f"From {first['nodes']} to {last['nodes']} nodes (×{growth:g}): RSS ×"
-            f"{last['controller_peak_rss_mib'] / max(first['controller_peak_rss_mib'], 1):.2f}, admission cycle ×"
-            f"{last['admission_cycle_ms'] / max(first['admission_cycle_ms'], 0.1):.2f}, CPU per pod event ×"
-            f"{last['cpu_s_per_1000_pod_events'] / max(first['cpu_s_per_1000_pod_events'], 0.01):.2f}, "
-            f"freed → admitted ×{last['freed_to_admitted_s'] / max(first['freed_to_admitted_s'], 0.001):.2f}.",
-        ]
+        figures = (
+            ("RSS", "controller_peak_rss_mib", 1),
+            ("admission cycle", "admission_cycle_ms", 0.1),
+            ("CPU per pod event", "cpu_s_per_1000_pod_events", 0.01),
+            ("freed → admitted", "freed_to_admitted_s", 0.001),
+        )
+        grown = ", ".join(
+            f"{name} ×{(ratio := last[key] / max(first[key], floor)):.2f} ({_growth(ratio, growth)})"
+            for name, key, floor in figures
+        )
+        lines += ["", f"From {first['nodes']} to {last['nodes']} nodes (×{growth:g}): {grown}."]
     return "\n".join(lines) + "\n"
 
 
