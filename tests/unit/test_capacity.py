@@ -93,3 +93,32 @@ def test_a_node_heartbeat_frees_no_room_and_a_grown_node_does() -> None:
     room.node_event("DELETED", node("n1"))
     assert [n.name for n in room.room().nodes] == ["n2"]
     assert [n.name for n in room.empty_room().nodes] == ["n2"]
+
+
+node_events = st.lists(
+    st.tuples(
+        st.sampled_from(["ADDED", "MODIFIED", "DELETED"]),
+        st.sampled_from(["n0", "n1", "n2", "n3", "n4"]),
+        st.sampled_from(["2", "4", "8"]),
+    ),
+    max_size=30,
+)
+
+
+@given(events=node_events)
+def test_nodes_kept_per_event_are_the_nodes_listed_from_scratch(events: list[tuple[str, str, str]]) -> None:
+    room = ClusterRoom()
+    room.nodes_listed([node("n1"), node("n3")])
+    room.pod_event("ADDED", pod("a", "n1", "1"))
+    live = {"n1": node("n1"), "n3": node("n3")}
+    for kind, name, cpu in events:
+        if kind == "DELETED":
+            live.pop(name, None)
+            room.node_event(kind, node(name))
+        else:
+            live[name] = node(name, cpu=cpu)
+            room.node_event(kind, live[name])
+        expected = Room([Node.of(n) for n in live.values()], {"n1": {"cpu": 1000, "pods": 1000}})
+        assert [n.name for n in room.room().nodes] == [n.name for n in expected.nodes]
+        assert free(room.room()) == free(expected)
+        assert free(room.empty_room()) == free(Room([Node.of(n) for n in live.values()], {}))

@@ -8,6 +8,7 @@ placeholder to its real pod never looks free in between.
 
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -74,8 +75,9 @@ class ClusterRoom:
         # the map is a consistent, shallow copy), and the nodes in name order: a cycle's room is taken
         # without a pass over every node.
         self._free: dict[str, Mapping[str, int]] = {}
-        self._ordered: list[Node] = []
-        self._empty: Room = Room.of_free([], {})
+        self._ordered: list[Node] = []  # replaced, never changed in place: rooms handed out keep theirs
+        self._names: list[str] = []  # the same order, for bisect
+        self._empty: Room | None = None  # built again after the nodes change, when next asked for
         # Pods of a gang ask for the same amounts on a few hundred nodes: one shared copy of each
         # keeps the room small at tens of thousands of pods.
         self._shapes: dict[tuple[tuple[str, int], ...], Amounts] = {}
@@ -93,26 +95,37 @@ class ClusterRoom:
 
     def node_event(self, kind: str, node: Mapping[str, Any]) -> None:
         """A node added, changed or gone; room may only have been freed (and admission need look again)
-        when the node as admission sees it changed, not on each of its status heartbeats."""
+        when the node as admission sees it changed, not on each of its status heartbeats. One node's
+        change costs about one node's work: thousands of nodes change their taints or conditions
+        often (a flapping lease, say), and a pass over every node for each would grow as nodes²."""
         name = node["metadata"]["name"]
         with self._lock:
             before = self._nodes.get(name)
-            if kind == "DELETED":
-                if before is None:
-                    return
-                del self._nodes[name]
+            after = None if kind == "DELETED" else Node.of(node)
+            if after == before:
+                return
+            index = bisect.bisect_left(self._names, name)
+            ordered = list(self._ordered)
+            if after is None:
+                del self._nodes[name], ordered[index], self._names[index]
+                self._free.pop(name, None)
             else:
-                after = Node.of(node)
-                if after == before:
-                    return
                 self._nodes[name] = after
-            self._nodes_changed()
-        if kind != "DELETED":
+                if before is None:
+                    ordered.insert(index, after)
+                    self._names.insert(index, name)
+                else:
+                    ordered[index] = after
+                self._refresh(name)
+            self._ordered = ordered
+            self._empty = None
+        if after is not None:
             self._on_freed()
 
     def _nodes_changed(self) -> None:
         self._ordered = sorted(self._nodes.values(), key=lambda n: n.name)
-        self._empty = Room.of_free(self._ordered, {n.name: n.allocatable for n in self._ordered})
+        self._names = [n.name for n in self._ordered]
+        self._empty = None
         self._free = {}
         for name in self._nodes:
             self._refresh(name)
@@ -225,4 +238,6 @@ class ClusterRoom:
         """Every node's whole allocatable room, as if nothing ran: what a gang could ever get. (A copy of
         one kept until the nodes change, so what it learns of the nodes serves each cycle.)"""
         with self._lock:
+            if self._empty is None:
+                self._empty = Room.of_free(self._ordered, {n.name: n.allocatable for n in self._ordered})
             return self._empty.copy()
