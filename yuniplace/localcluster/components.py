@@ -18,6 +18,12 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.0.0.1/16"
 CLIENT_QPS = 1000
 CLIENT_BURST = 2000
+# kwok renews each node's lease every quarter of its duration: at 40 s (kubelet's default) 5 000 nodes
+# make 500 lease writes a second, more than a 2-core machine's API server serves beside the workload;
+# renewals fall behind and the node lifecycle controller taints healthy nodes unreachable. Renewed
+# every 30 s instead, and a node counted lost after 100 s without one (kubelet's 50 s grace, doubled).
+NODE_LEASE_DURATION_S = 120
+NODE_MONITOR_GRACE_PERIOD_S = 100
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,7 @@ def kube_controller_manager(bin_dir: Path, layout: Layout, ports: Ports) -> Comp
             f"--kube-api-burst={CLIENT_BURST}",
             "--concurrent-job-syncs=20",
             "--concurrent-gc-syncs=50",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE_PERIOD_S}s",
             "--profiling=false",
         ],
         f"https://127.0.0.1:{ports.controller_manager}/healthz",
@@ -305,7 +312,7 @@ def kwok(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
             "--manage-nodes-with-label-selector=",
             f"--cidr={POD_CIDR}",
             "--node-ip=10.0.0.1",
-            "--node-lease-duration-seconds=40",
+            f"--node-lease-duration-seconds={NODE_LEASE_DURATION_S}",
             f"--server-address=127.0.0.1:{ports.kwok}",
         ],
         f"http://127.0.0.1:{ports.kwok}/healthz",
