@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yuniplace.gang.fit import Constraints, Need, Node, Room, milli
+from yuniplace.gang.fit import MAX_REMEMBERED, Constraints, Need, Node, Room, milli
 
 TAINT = {"key": "pool", "value": "gpu", "effect": "NoSchedule"}
 
@@ -193,3 +193,16 @@ def test_room_places_as_plain_first_fit_does_and_copies_stay_apart(
                 summed[k] = summed.get(k, 0) + max(0, v)
         assert room.free_on(selectors) == summed
         assert room.accepting(selectors) == {n.name for n in accepted}
+
+
+def test_a_room_remembers_a_bounded_number_of_shapes() -> None:
+    """Tenants choose their pods' shapes: a room kept between cycles must not grow with every one of them."""
+    room = Room([node("a", cpu="1000")], {})
+    for millis in range(1, 2 * MAX_REMEMBERED):
+        trial = room.copy()
+        assert trial.take(Need(1, {"cpu": millis}, Constraints(node_selector={"n": str(millis)}))) == 0
+        assert trial.free_on([Constraints(node_selector={"n": str(millis)})]) == {}
+        assert trial.take(Need(1, {"cpu": millis}, Constraints())) == 1
+    assert len(room._open) <= MAX_REMEMBERED
+    assert len(room._accepted) <= MAX_REMEMBERED
+    assert len(room._accepted_free) <= MAX_REMEMBERED

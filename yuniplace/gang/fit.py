@@ -21,6 +21,9 @@ from yuniplace.kube import parse_quantity
 Amounts = dict[str, int]
 PODS = "pods"  # every pod takes one of a node's pod slots
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+# Pod shapes and constraint sets whose nodes a room remembers. Tenants write the shapes, and the room of
+# an idle node set is kept from cycle to cycle: past this many, it forgets them all and starts again.
+MAX_REMEMBERED = 256
 
 
 def milli(value: Any) -> int:
@@ -201,6 +204,7 @@ class Room:
         shape = _shape(wanted)
         nodes = self._open.get(shape)
         if nodes is None:
+            _make_room_in(self._open)
             nodes = self._open[shape] = [n for n in self.nodes if _copies(self._start[n.name], wanted) > 0]
         return nodes
 
@@ -243,6 +247,7 @@ class Room:
     def _accepting(self, key: str, constraints: Sequence[Constraints]) -> tuple[list[Node], frozenset[str]]:
         accepted = self._accepted.get(key)
         if accepted is None:
+            _make_room_in(self._accepted)
             nodes = [n for n in self.nodes if any(c.accepts(n) for c in constraints)]
             accepted = self._accepted[key] = (nodes, frozenset(n.name for n in nodes))
         return accepted
@@ -257,6 +262,7 @@ class Room:
         accepted, names = self._accepting(key, constraints)
         start = self._accepted_free.get(key)
         if start is None:
+            _make_room_in(self._accepted_free)
             start = self._accepted_free[key] = _positive_sum(self._start[n.name] for n in accepted)
         total = dict(start)
         if self._changed:
@@ -267,6 +273,11 @@ class Room:
                     for resource, amount in free.items():
                         total[resource] = total.get(resource, 0) + max(0, amount)
         return total
+
+
+def _make_room_in(remembered: dict[Any, Any]) -> None:
+    if len(remembered) >= MAX_REMEMBERED:
+        remembered.clear()
 
 
 def _positive_sum(frees: Iterable[Mapping[str, int]]) -> Amounts:
