@@ -134,8 +134,7 @@ class ClusterRoom:
         node = self._nodes.get(name)
         if node is None:
             return
-        used = self._used.get(name, {})
-        self._free[name] = {resource: amount - used.get(resource, 0) for resource, amount in node.allocatable.items()}
+        self._free[name] = node.free(self._used.get(name, {}))
 
     # -- pods --------------------------------------------------------------------------------------
 

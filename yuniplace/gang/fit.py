@@ -61,6 +61,10 @@ class Node:
             capacity=amounts((node.get("status") or {}).get("capacity") or {}),
         )
 
+    def free(self, used: Mapping[str, int]) -> Amounts:
+        """What the node has left for new pods once `used` is taken (negative where overcommitted)."""
+        return {name: amount - used.get(name, 0) for name, amount in self.allocatable.items()}
+
 
 @dataclass(frozen=True)
 class Constraints:
@@ -168,11 +172,7 @@ class Room:
 
     def __init__(self, nodes: Iterable[Node], used: Mapping[str, Mapping[str, int]]) -> None:
         ordered = sorted(nodes, key=lambda n: n.name)
-        free: dict[str, Mapping[str, int]] = {}
-        for node in ordered:
-            taken = used.get(node.name, {})
-            free[node.name] = {name: amount - taken.get(name, 0) for name, amount in node.allocatable.items()}
-        self._begin(ordered, free)
+        self._begin(ordered, {node.name: node.free(used.get(node.name, {})) for node in ordered})
 
     @classmethod
     def of_free(cls, ordered: Sequence[Node], free: Mapping[str, Mapping[str, int]]) -> Room:
