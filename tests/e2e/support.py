@@ -280,6 +280,17 @@ class NamespaceRecorder:
             for callback in callbacks:
                 callback(pod)
 
+    def placeholder_node(self, name: str, timeout_s: float = 30) -> tuple[str, str]:
+        """The group and node of placeholder `name` once this watch has seen it bound: the watch may
+        trail by a moment what a read of the API already shows (the pod that took its place running)."""
+
+        def seen() -> tuple[str, str] | None:
+            with self._lock:
+                return self.placeholder_nodes.get(name)
+
+        found: tuple[str, str] = wait_until(seen, timeout_s)
+        return found
+
     def group_nodes(self, group: str) -> set[str]:
         with self._lock:
             return {node for g, node in self.placeholder_nodes.values() if g == group}

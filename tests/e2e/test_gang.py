@@ -40,7 +40,7 @@ def landed_rate(cluster: Cluster, namespace: str, recorder: NamespaceRecorder, n
         assert pod is not None and is_bound(pod), f"{name} is not bound"
         taken = (pod["metadata"].get("annotations") or {}).get(keys.SWAP_PLACEHOLDER)
         assert taken is not None, f"{name} did not take a placeholder's place"
-        landed += pod["spec"]["nodeName"] == recorder.placeholder_nodes[taken][1]
+        landed += pod["spec"]["nodeName"] == recorder.placeholder_node(taken)[1]
     return landed / len(names)
 
 

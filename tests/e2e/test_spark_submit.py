@@ -195,8 +195,9 @@ def swapped_in(cluster: Cluster, recorder: NamespaceRecorder, namespace: str, na
     pod = cluster.wait_pod(namespace, name, is_running, GANG_WAIT_S)
     taken = (pod["metadata"].get("annotations") or {}).get(keys.SWAP_PLACEHOLDER)
     assert taken is not None, f"{name} runs without having taken a placeholder's place: {pod['metadata']}"
-    assert recorder.placeholder_nodes[taken] == (group, pod["spec"]["nodeName"]), (
-        f"{name} runs on {pod['spec']['nodeName']}, its placeholder {taken} was {recorder.placeholder_nodes.get(taken)}"
+    placeholder = recorder.placeholder_node(taken)
+    assert placeholder == (group, pod["spec"]["nodeName"]), (
+        f"{name} runs on {pod['spec']['nodeName']}, its placeholder {taken} was {placeholder}"
     )
     return pod
 
