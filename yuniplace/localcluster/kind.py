@@ -17,6 +17,7 @@ from yuniplace.localcluster.kindimage import KindImages, ensure_all, tools
 
 CREATE_TIMEOUT_S = 600.0
 NODES_READY_S = 180.0
+FREEZER = Path("/sys/fs/cgroup/freezer")  # cgroup v1 only; absent on cgroup v2 hosts
 
 
 class KindError(RuntimeError):
@@ -25,6 +26,19 @@ class KindError(RuntimeError):
 
 def state_dir(name: str) -> Path:
     return Path(tempfile.gettempdir()) / "yuniplace-kind" / name
+
+
+def thaw(containers: list[str], freezer: Path = FREEZER) -> int:
+    """Thaw every frozen cgroup v1 freezer under the `containers` (full Docker ids, cgroupfs or systemd
+    cgroup driver); return how many were frozen."""
+    thawed = 0
+    for container in containers:
+        for top in (freezer / "docker" / container, freezer / "system.slice" / f"docker-{container}.scope"):
+            for state in top.rglob("freezer.state") if top.is_dir() else ():
+                if state.read_text().strip() == "FROZEN":
+                    state.write_text("THAWED")
+                    thawed += 1
+    return thawed
 
 
 class KindCluster:
@@ -100,11 +114,30 @@ class KindCluster:
         self.kind("load", "docker-image", "--name", self.name, image)
 
     def down(self) -> bool:
-        """Delete the cluster; False when there was none."""
+        """Delete the cluster; False when there was none. On a cgroup v1 host, a node killed while its
+        kubelet runs an exec probe can keep that probe's runc frozen, and Docker then cannot kill the
+        node: its frozen cgroups are thawed and the deletion tried once more."""
         if not self.exists():
             return False
-        self.kind("delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig))
+        delete = ("delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig))
+        try:
+            self.kind(*delete)
+        except KindError:
+            if not thaw(self._node_containers()):
+                raise
+            self.kind(*delete)
         return True
+
+    def _node_containers(self) -> list[str]:
+        result = subprocess.run(
+            ["docker", "ps", "-aq", "--no-trunc", "--filter", f"label=io.x-k8s.kind.cluster={self.name}"],
+            capture_output=True,
+            text=True,
+            env=self.images.env(),
+            timeout=60,
+            check=False,
+        )
+        return result.stdout.split()
 
     def ready_nodes(self) -> int:
         nodes = self.client().get("/api/v1/nodes")["items"]
