@@ -118,31 +118,27 @@ def test_gone_relists_and_a_broken_stream_reconnects() -> None:
     assert versions[:3] == ["10", "31", "32"], "after a broken stream the watch resumes where it was"
 
 
-def test_paginated_list_is_delivered_whole() -> None:
-    done = threading.Event()
-    client = ScriptedClient(
+def two_pages() -> ScriptedClient:
+    """A list of pods a and b in two pages, and no watch after it."""
+    return ScriptedClient(
         lists=[
             {"items": [pod("a", "1")], "metadata": {"continue": "token", "resourceVersion": "9"}},
             {"items": [pod("b", "2")], "metadata": {"resourceVersion": "9"}},
         ],
         watches=[],
-        done=done,
+        done=threading.Event(),
     )
+
+
+def test_paginated_list_is_delivered_whole() -> None:
+    client = two_pages()
     lists, _ = run_script(client)
     assert lists == [["a", "b"]]
     assert client.list_queries[1]["continue"] == "token"
 
 
 def test_listed_objects_are_trimmed_as_their_page_arrives() -> None:
-    done = threading.Event()
-    client = ScriptedClient(
-        lists=[
-            {"items": [pod("a", "1")], "metadata": {"continue": "token", "resourceVersion": "9"}},
-            {"items": [pod("b", "2")], "metadata": {"resourceVersion": "9"}},
-        ],
-        watches=[],
-        done=done,
-    )
+    client = two_pages()
     trimmed: list[str] = []
     trimmed_before_page: list[list[str]] = []
     get = client.get
@@ -166,7 +162,7 @@ def test_listed_objects_are_trimmed_as_their_page_arrives() -> None:
     )
     thread = threading.Thread(target=watch.run, daemon=True)
     thread.start()
-    assert done.wait(10)
+    assert client.done.wait(10)
     watch.stop()
     thread.join(10)
     assert trimmed_before_page == [[], ["a"]]  # the first page was trimmed before the second was fetched
