@@ -1,7 +1,9 @@
 """Fixtures that give every e2e test a real control plane: one cluster per session, one namespace per test.
 
-With CI=true the e2e tests must run: anything that stops the cluster from starting fails them. Outside
-CI, a machine without Go skips them with one message saying how to enable them.
+The cluster runs the Kubernetes minor version YUNIPLACE_KUBERNETES names (`scripts/test --kubernetes`),
+the newest supported one by default. With CI=true the e2e tests must run: anything that stops the
+cluster from starting fails them. Outside CI, a machine without Go skips them with one message saying
+how to enable them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.e2e.support import (
     Placement,
 )
 from yuniplace.localcluster import LocalCluster, NodePool, Taint
+from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SKIP_WITHOUT_GO = (
@@ -34,19 +37,35 @@ CLUSTER_WIDE = pytest.StashKey[list[ControllerProcess]]()
 SESSION_POOL = NodePool(count=4, cpu="8", memory="32Gi", pods=110)
 
 
+def kubernetes_version() -> str:
+    """The Kubernetes minor version this session's clusters run."""
+    version = os.environ.get("YUNIPLACE_KUBERNETES") or DEFAULT_KUBERNETES
+    if version not in SUPPORTED_KUBERNETES:
+        raise pytest.UsageError(f"YUNIPLACE_KUBERNETES={version}: choose one of {', '.join(SUPPORTED_KUBERNETES)}")
+    return version
+
+
+def pytest_report_header() -> str:
+    return f"e2e clusters: Kubernetes {kubernetes_version()} (YUNIPLACE_KUBERNETES; supported: {', '.join(SUPPORTED_KUBERNETES)})"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in item.nodeid:
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def skip_without_go() -> None:
     if shutil.which("go") is None and not IN_CI:
         pytest.skip(SKIP_WITHOUT_GO)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    skip_without_go()
     local = LocalCluster(f"pytest-{os.getpid()}")
     try:
-        local.up([SESSION_POOL])
+        local.up([SESSION_POOL], kubernetes=kubernetes_version())
         yield Cluster(local)
     finally:
         local.down(quiet=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.e2e.support import (
     Cluster,
     Pod,
@@ -18,6 +20,9 @@ from tests.e2e.support import (
 )
 from yuniplace.localcluster import wait_until
 from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
+
+# CI runs these on every supported Kubernetes version, not only the default.
+pytestmark = pytest.mark.every_version
 
 NODE_PREFIX = "kwok-node-"
 

@@ -28,6 +28,9 @@ from yuniplace.gang import keys
 from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import wait_until
 
+# CI runs these on every supported Kubernetes version, not only the default.
+pytestmark = pytest.mark.every_version
+
 Pod = dict  # a pod as the watch delivers it
 
 

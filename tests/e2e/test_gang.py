@@ -25,6 +25,9 @@ from tests.e2e.support import (
 from yuniplace.gang import keys
 from yuniplace.localcluster import wait_until
 
+# CI runs these on every supported Kubernetes version, not only the default.
+pytestmark = pytest.mark.every_version
+
 # Sizes a real Spark job asks for: spark.driver.memory=2g and spark.executor.memory=4g plus Spark's
 # memory overhead (max(384Mi, 10%)), spark.executor.cores=2.
 DRIVER = {"cpu": "1", "memory": "2432Mi"}

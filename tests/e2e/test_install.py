@@ -25,6 +25,9 @@ from tests.e2e.support import (
 from yuniplace.gang import keys
 from yuniplace.localcluster import chartinstall, wait_until
 
+# CI runs these on every supported Kubernetes version, not only the default.
+pytestmark = pytest.mark.every_version
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

@@ -37,6 +37,9 @@ from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
+# CI runs these on every supported Kubernetes version, not only the default.
+pytestmark = pytest.mark.every_version
+
 SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "data"
 YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
 KEEPS_RUNNING = {KEEPS_RUNNING_ANNOTATION: "never"}  # a Job pod kwok leaves Running until it is ended

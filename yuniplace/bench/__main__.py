@@ -18,6 +18,8 @@ from yuniplace.bench import controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
+    DEFAULT_KUBERNETES,
+    SUPPORTED_KUBERNETES,
     BuildError,
     ensure_yunikorn,
     module_dir,
@@ -58,6 +60,12 @@ def parser() -> argparse.ArgumentParser:
         "yuniplace, each beside plain kube-scheduler binding the same pods in the same run.",
     )
     root.add_argument("--quick", action="store_true", help="small sizes: a smoke run of a few minutes")
+    root.add_argument(
+        "--kubernetes",
+        choices=SUPPORTED_KUBERNETES,
+        default=DEFAULT_KUBERNETES,
+        help=f"Kubernetes minor version of the clusters (default: {DEFAULT_KUBERNETES})",
+    )
     root.add_argument(
         "--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)"
     )
@@ -105,6 +113,7 @@ def run_all(
     out_dir: Path,
     yunikorn: bool,
     controller_args: Sequence[str] = (),
+    kubernetes: str = DEFAULT_KUBERNETES,
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
@@ -115,9 +124,11 @@ def run_all(
 
     if "control-plane" in chosen:
         progress(f"control plane: {sizes.nodes} nodes, {sizes.nodes} plain pods")
-        results.append(controlplane.run(nodes=sizes.nodes, pods=sizes.nodes, cold_build=cold_build))
+        results.append(
+            controlplane.run(nodes=sizes.nodes, pods=sizes.nodes, cold_build=cold_build, kubernetes=kubernetes)
+        )
 
-    binaries = ensure_built(quiet=True)
+    binaries = ensure_built(kubernetes, quiet=True)
     if {"gang-size", "arrivals", "cost"} & set(chosen):
         cluster = LocalCluster("bench")
         cluster.up(
@@ -241,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": platform.machine(),
         "quick": args.quick,
         "controller_args": args.controller_arg,
-        "versions": pinned_versions(module_dir()),
+        "versions": pinned_versions(module_dir(), args.kubernetes),
     }
     try:
         results = run_all(
@@ -251,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out_dir,
             args.yunikorn if args.yunikorn is not None else not args.quick,
             args.controller_arg,
+            args.kubernetes,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)

@@ -18,7 +18,7 @@ MIB = 1024 * 1024
 NAMESPACE = "bench"
 
 
-def timed_build(*, cold: bool) -> float:
+def timed_build(kubernetes: str, *, cold: bool) -> float:
     """Time a build into an empty binary cache. Cold: empty Go caches too (modules downloaded again,
     everything compiled), as on a new machine. Warm: Go's caches kept, so only linking is left, as
     after a change to controlplane/main.go."""
@@ -35,7 +35,7 @@ def timed_build(*, cold: bool) -> float:
             )
         try:
             started = time.monotonic()
-            ensure_built(quiet=True)
+            ensure_built(kubernetes, quiet=True)
             return time.monotonic() - started
         finally:
             for key, value in saved.items():
@@ -45,14 +45,14 @@ def timed_build(*, cold: bool) -> float:
                     os.environ[key] = value
 
 
-def run(*, nodes: int, pods: int, cold_build: bool) -> dict[str, Any]:
+def run(*, nodes: int, pods: int, cold_build: bool, kubernetes: str) -> dict[str, Any]:
     result: dict[str, Any] = {"scenario": "control-plane", "nodes": nodes, "pods": pods}
     if cold_build:
-        result["build_cold_s"] = round(timed_build(cold=True), 1)
+        result["build_cold_s"] = round(timed_build(kubernetes, cold=True), 1)
     started = time.monotonic()
-    binaries: Binaries = ensure_built(quiet=True)
+    binaries: Binaries = ensure_built(kubernetes, quiet=True)
     result["build_cached_s"] = round(time.monotonic() - started, 2)
-    result["build_warm_s"] = round(timed_build(cold=False), 1)
+    result["build_warm_s"] = round(timed_build(kubernetes, cold=False), 1)
 
     cluster = LocalCluster("bench-control-plane")
     try:

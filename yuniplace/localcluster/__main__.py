@@ -7,8 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from yuniplace.localcluster.build import BuildError, ensure_built
+from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES, BuildError, ensure_built
 from yuniplace.localcluster.cluster import DEFAULT_NAME, ClusterError, LocalCluster
+from yuniplace.localcluster.components import Features
 from yuniplace.localcluster.kind import KindCluster, KindError
 from yuniplace.localcluster.kindimage import ensure_all
 from yuniplace.localcluster.nodes import NodePool, Taint
@@ -26,6 +27,17 @@ def _taint(text: str) -> Taint:
         return Taint.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _gates(text: str) -> dict[str, bool]:
+    """kube's own syntax: Name=true,Other=false."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, text.split(",")):
+        name, value = _key_value(item)
+        if value.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"feature gate {name}: {value!r} is not true or false")
+        gates[name] = value.lower() == "true"
+    return gates
 
 
 def _positive(text: str) -> int:
@@ -74,6 +86,32 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY[=VALUE]:EFFECT",
         help="taint on each node (repeatable)",
     )
+    up.add_argument(
+        "--kubernetes",
+        choices=SUPPORTED_KUBERNETES,
+        default=DEFAULT_KUBERNETES,
+        help=f"Kubernetes minor version, each built from its own Go module pins (default: {DEFAULT_KUBERNETES})",
+    )
+    up.add_argument(
+        "--workload-api",
+        action="store_true",
+        help="serve the native Workload API (scheduling.k8s.io Workload/PodGroup) with kube-scheduler's gang "
+        "plugin: the feature gates and API version this Kubernetes version needs",
+    )
+    up.add_argument(
+        "--feature-gates",
+        type=_gates,
+        default={},
+        metavar="NAME=BOOL,...",
+        help="feature gates for every component, as Kubernetes writes them",
+    )
+    up.add_argument(
+        "--runtime-config",
+        action="append",
+        default=[],
+        metavar="GROUP/VERSION",
+        help="an API version for the apiserver to serve beyond its defaults (repeatable)",
+    )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds each component may take to be ready")
     up.add_argument(
         "--kind",
@@ -93,7 +131,10 @@ def parser() -> argparse.ArgumentParser:
         if command != "status":
             sub.add_argument("--kind", action="store_true", help="the kind cluster of that name")
 
-    commands.add_parser("build", help="build (or find in the cache) the control-plane binaries and print their folder")
+    build = commands.add_parser(
+        "build", help="build (or find in the cache) the control-plane binaries and print their folder"
+    )
+    build.add_argument("--kubernetes", choices=SUPPORTED_KUBERNETES, default=DEFAULT_KUBERNETES)
     kind_image = commands.add_parser(
         "kind-image",
         help="build (or find in the cache) kind, its node image with every image kubeadm runs, and "
@@ -109,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "build":
-            print(ensure_built().bin_dir)
+            print(ensure_built(args.kubernetes).bin_dir)
             return 0
         if args.command == "kind-image":
             images = ensure_all()
@@ -134,7 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 labels=dict(args.node_label),
                 taints=tuple(args.node_taint),
             )
-            cluster.up([pool], timeout_s=args.timeout)
+            features = Features(args.feature_gates, tuple(args.runtime_config))
+            if args.workload_api:
+                features = Features.workload_api(args.kubernetes).merged(features)
+            cluster.up([pool], kubernetes=args.kubernetes, features=features, timeout_s=args.timeout)
         elif args.command == "down":
             cluster.down()
         elif args.command == "status":

@@ -1,8 +1,11 @@
 """Builds the local control plane's binaries from the Go modules in controlplane/ into a cache.
 
-The versions live in one place, controlplane/go.mod (and controlplane/kwok/go.mod for kwok); the
-cache key is a hash of those module files, the Go version and the build flags, so a second build of
-the same pins is a no-op and a version change builds into a fresh directory.
+One control plane per supported Kubernetes minor version: controlplane/kubernetes/<minor>.mod (with its
+.sum) pins that release, its staging modules and the etcd it ships with, and is handed to `go build
+-modfile`, so every version links the same main.go. kwok and helm have modules of their own
+(controlplane/kwok, controlplane/helm): they are clients, the same for every version. The cache key is
+a hash of those module files, the Go version and the build flags, so a second build of the same pins is
+a no-op and a version change builds into a fresh directory.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KUBERNETES_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+# The Kubernetes releases upstream supports, oldest first; each has controlplane/kubernetes/<minor>.mod.
+SUPPORTED_KUBERNETES = ("1.35", "1.36", "1.37")
+DEFAULT_KUBERNETES = SUPPORTED_KUBERNETES[-1]
 PROGRESS_INTERVAL_S = 30.0
 
 
@@ -69,13 +75,29 @@ def _required_version(go_mod: str, module: str) -> str:
     return match.group(1)
 
 
-def pinned_versions(directory: Path) -> dict[str, str]:
-    """The versions the go.mod files pin, checked for the one mistake `go build` reports badly:
-    a staging module replaced with a release other than the Kubernetes one."""
-    main_mod = (directory / "go.mod").read_text()
+def modfile(directory: Path, kubernetes: str) -> Path:
+    """controlplane/kubernetes/<minor>.mod: the pins of one supported Kubernetes minor version."""
+    if kubernetes not in SUPPORTED_KUBERNETES:
+        raise BuildError(
+            f"Kubernetes {kubernetes} is not one yuniplace's local control plane builds; "
+            f"choose one of {', '.join(SUPPORTED_KUBERNETES)}"
+        )
+    return directory / "kubernetes" / f"{kubernetes}.mod"
+
+
+def pinned_versions(directory: Path, kubernetes: str = DEFAULT_KUBERNETES) -> dict[str, str]:
+    """The versions the go.mod files pin for one Kubernetes minor version, checked for the mistakes
+    `go build` reports badly: a staging module replaced with a release other than the Kubernetes one,
+    or a file that pins another minor version than its name says."""
+    main_mod = modfile(directory, kubernetes).read_text()
     kwok_mod = (directory / "kwok" / "go.mod").read_text()
-    kubernetes = _required_version(main_mod, "k8s.io/kubernetes")
-    staging = "v0." + kubernetes.split(".", 1)[1]
+    helm_mod = (directory / "helm" / "go.mod").read_text()
+    release = _required_version(main_mod, "k8s.io/kubernetes")
+    if not release.startswith(f"v{kubernetes}."):
+        raise BuildError(
+            f"controlplane/kubernetes/{kubernetes}.mod pins k8s.io/kubernetes {release}, not a {kubernetes} release"
+        )
+    staging = "v0." + release.split(".", 1)[1]
     stale = sorted(
         f"{module} {version}"
         for module, version in re.findall(r"^\s*(k8s\.io/[\w-]+) => k8s\.io/[\w-]+ (v\S+)", main_mod, re.MULTILINE)
@@ -83,13 +105,13 @@ def pinned_versions(directory: Path) -> dict[str, str]:
     )
     if stale:
         raise BuildError(
-            f"controlplane/go.mod pins k8s.io/kubernetes {kubernetes}, so every staging module must be "
-            f"replaced with {staging}; these are not: {', '.join(stale)}"
+            f"controlplane/kubernetes/{kubernetes}.mod pins k8s.io/kubernetes {release}, so every staging module "
+            f"must be replaced with {staging}; these are not: {', '.join(stale)}"
         )
     return {
-        "kubernetes": kubernetes,
+        "kubernetes": release,
         "etcd": _required_version(main_mod, "go.etcd.io/etcd/server/v3"),
-        "helm": _required_version(main_mod, "helm.sh/helm/v3"),
+        "helm": _required_version(helm_mod, "helm.sh/helm/v3"),
         "kwok": _required_version(kwok_mod, "sigs.k8s.io/kwok"),
     }
 
@@ -127,11 +149,12 @@ def _helm_ldflags(versions: dict[str, str]) -> str:
     return " ".join(flags)
 
 
-def _build_plan(versions: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+def _build_plan(versions: dict[str, str], kubernetes: str) -> list[tuple[str, str, list[str]]]:
     """(output name, module subdirectory, go build arguments) for each binary."""
+    pins = f"-modfile=kubernetes/{kubernetes}.mod"
     return [
-        ("controlplane", ".", ["-ldflags", _kubernetes_ldflags(versions["kubernetes"]), "."]),
-        ("helm", ".", ["-ldflags", _helm_ldflags(versions), "helm.sh/helm/v3/cmd/helm"]),
+        ("controlplane", ".", [pins, "-ldflags", _kubernetes_ldflags(versions["kubernetes"]), "."]),
+        ("helm", "helm", ["-ldflags", _helm_ldflags(versions), "helm.sh/helm/v3/cmd/helm"]),
         ("kwok", "kwok", ["-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok"]),
     ]
 
@@ -208,14 +231,23 @@ def _cached_build(
     return target / "bin"
 
 
-def ensure_built(*, quiet: bool = False) -> Binaries:
-    """Return the cached binaries for the pinned versions, building them first when missing."""
-    versions = pinned_versions(module_dir())
+def ensure_built(kubernetes: str = DEFAULT_KUBERNETES, *, quiet: bool = False) -> Binaries:
+    """Return the cached binaries of one Kubernetes minor version (SUPPORTED_KUBERNETES), building
+    them first when missing."""
+    versions = pinned_versions(module_dir(), kubernetes)
     pinned = ", ".join(f"{name} {version}" for name, version in versions.items())
     bin_dir = _cached_build(
         "controlplane",
-        ("go.mod", "go.sum", "main.go", "kwok/go.mod", "kwok/go.sum"),
-        _build_plan(versions),
+        (
+            "main.go",
+            f"kubernetes/{kubernetes}.mod",
+            f"kubernetes/{kubernetes}.sum",
+            "kwok/go.mod",
+            "kwok/go.sum",
+            "helm/go.mod",
+            "helm/go.sum",
+        ),
+        _build_plan(versions, kubernetes),
         announce=None
         if quiet
         else (

@@ -27,7 +27,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import components as comp
-from yuniplace.localcluster.build import Binaries, ensure_built
+from yuniplace.localcluster.build import DEFAULT_KUBERNETES, Binaries, ensure_built
 from yuniplace.localcluster.nodes import NodePool, create_nodes, ready_node_names
 from yuniplace.localcluster.pki import CertificateAuthority, write_service_account_keys
 
@@ -171,18 +171,21 @@ class LocalCluster:
         self,
         pools: Sequence[NodePool] = (NodePool(),),
         *,
+        kubernetes: str = DEFAULT_KUBERNETES,
+        features: comp.Features = comp.Features(),
         timeout_s: float = COMPONENT_TIMEOUT_S,
         binaries: Binaries | None = None,
         report: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     ) -> dict[str, float]:
-        """Start the cluster and return how long each stage took (seconds since the start).
-        On failure every started process is stopped and the logs are kept for inspection."""
+        """Start a cluster of one supported Kubernetes minor version (with `features` switched on) and
+        return how long each stage took (seconds since the start). On failure every started process is
+        stopped and the logs are kept for inspection."""
         if self.is_running():
             raise ClusterError(
                 f"cluster {self.name!r} is already running (scripts/cluster down --name {self.name} stops it)"
             )
         self.down(quiet=True)
-        binaries = binaries or ensure_built()
+        binaries = binaries or ensure_built(kubernetes)
         started = time.monotonic()
         timings: dict[str, float] = {}
 
@@ -198,23 +201,29 @@ class LocalCluster:
             "name": self.name,
             "bin_dir": str(binaries.bin_dir),
             "versions": binaries.versions,
+            "feature_gates": dict(features.gates),
+            "apis": list(features.apis),
             "ports": ports.__dict__,
             "kubeconfig": str(self.kubeconfig),
             "processes": [],
         }
         self._write_state(state)
-        report(f"Starting cluster {self.name!r} (Kubernetes {binaries.versions['kubernetes']}) in {self.layout.root}")
+        switched_on = ", ".join([*(f"{g}={str(v).lower()}" for g, v in features.gates.items()), *features.apis])
+        report(
+            f"Starting cluster {self.name!r} (Kubernetes {binaries.versions['kubernetes']}"
+            f"{'; ' + switched_on if switched_on else ''}) in {self.layout.root}"
+        )
         try:
             self._launch(comp.etcd(binaries.bin_dir, self.layout, ports), state, timeout_s)
             mark("etcd")
-            self._launch(comp.kube_apiserver(binaries.bin_dir, self.layout, ports), state, timeout_s)
+            self._launch(comp.kube_apiserver(binaries.bin_dir, self.layout, ports, features), state, timeout_s)
             mark("kube-apiserver")
             self._write_kubeconfigs(f"https://127.0.0.1:{ports.apiserver}")
             (self.layout.root / "kube-scheduler.yaml").write_text(comp.scheduler_configuration(self.layout))
             (self.layout.root / "kwok.yaml").write_text(comp.kwok_stages())
             rest = [
-                comp.kube_controller_manager(binaries.bin_dir, self.layout, ports),
-                comp.kube_scheduler(binaries.bin_dir, self.layout, ports),
+                comp.kube_controller_manager(binaries.bin_dir, self.layout, ports, features),
+                comp.kube_scheduler(binaries.bin_dir, self.layout, ports, features),
                 comp.kwok(binaries.bin_dir, self.layout, ports),
             ]
             for component in rest:

@@ -8,6 +8,7 @@ pace of every measurement made on this cluster.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,42 @@ class Component:
     health_url: str
 
 
+# The native gang API (KEP-4671) of each supported minor version: the feature gates that switch it on
+# in every component, and the API version the apiserver must serve (alpha and beta APIs are off by
+# default). 1.35 serves Workload (pods point at it with spec.workloadRef); 1.36 adds PodGroup (pods name
+# it in spec.schedulingGroup); 1.37 serves both as beta, kube-scheduler's gang plugin under
+# GenericWorkload alone.
+WORKLOAD_API: dict[str, tuple[dict[str, bool], str]] = {
+    "1.35": ({"GenericWorkload": True, "GangScheduling": True}, "scheduling.k8s.io/v1alpha1"),
+    "1.36": ({"GenericWorkload": True, "GangScheduling": True}, "scheduling.k8s.io/v1alpha2"),
+    "1.37": ({"GenericWorkload": True}, "scheduling.k8s.io/v1beta1"),
+}
+
+
+@dataclass(frozen=True)
+class Features:
+    """Feature gates given to every component, and API versions the apiserver serves beyond its defaults."""
+
+    gates: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    apis: tuple[str, ...] = ()
+
+    @classmethod
+    def workload_api(cls, kubernetes: str) -> Features:
+        gates, api = WORKLOAD_API[kubernetes]
+        return cls(gates, (api,))
+
+    def merged(self, other: Features) -> Features:
+        return Features({**self.gates, **other.gates}, tuple(dict.fromkeys(self.apis + other.apis)))
+
+    def gate_flags(self) -> list[str]:
+        if not self.gates:
+            return []
+        return ["--feature-gates=" + ",".join(f"{name}={str(on).lower()}" for name, on in sorted(self.gates.items()))]
+
+    def api_flags(self) -> list[str]:
+        return ["--runtime-config=" + ",".join(f"{api}=true" for api in self.apis)] if self.apis else []
+
+
 def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
     client = f"http://127.0.0.1:{ports.etcd_client}"
     peer = f"http://127.0.0.1:{ports.etcd_peer}"
@@ -102,7 +139,7 @@ def etcd(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
     )
 
 
-def kube_apiserver(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+def kube_apiserver(bin_dir: Path, layout: Layout, ports: Ports, features: Features = Features()) -> Component:
     return Component(
         "kube-apiserver",
         [
@@ -128,6 +165,8 @@ def kube_apiserver(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
             "--max-mutating-requests-inflight=1000",
             "--event-ttl=2h",
             "--profiling=false",
+            *features.gate_flags(),
+            *features.api_flags(),
         ],
         f"https://127.0.0.1:{ports.apiserver}/readyz",
     )
@@ -144,7 +183,7 @@ def _serving_flags(layout: Layout, stem: str, port: int) -> list[str]:
     ]
 
 
-def kube_controller_manager(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+def kube_controller_manager(bin_dir: Path, layout: Layout, ports: Ports, features: Features = Features()) -> Component:
     return Component(
         "kube-controller-manager",
         [
@@ -163,6 +202,7 @@ def kube_controller_manager(bin_dir: Path, layout: Layout, ports: Ports) -> Comp
             "--concurrent-gc-syncs=50",
             f"--node-monitor-grace-period={NODE_MONITOR_GRACE_PERIOD_S}s",
             "--profiling=false",
+            *features.gate_flags(),
         ],
         f"https://127.0.0.1:{ports.controller_manager}/healthz",
     )
@@ -183,7 +223,7 @@ def scheduler_configuration(layout: Layout) -> str:
     )
 
 
-def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
+def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports, features: Features = Features()) -> Component:
     return Component(
         "kube-scheduler",
         [
@@ -191,6 +231,7 @@ def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports) -> Component:
             f"--config={layout.root / 'kube-scheduler.yaml'}",
             *_serving_flags(layout, "kube-scheduler", ports.scheduler),
             "--profiling=false",
+            *features.gate_flags(),
         ],
         f"https://127.0.0.1:{ports.scheduler}/healthz",
     )
