@@ -255,6 +255,7 @@ class NamespaceRecorder:
         self.placeholder_uids: dict[str, set[str]] = defaultdict(set)
         self.placeholder_nodes: dict[str, tuple[str, str]] = {}  # name -> (group, node)
         self.latest: dict[str, Pod] = {}
+        self.gates_seen: dict[str, set[str]] = defaultdict(set)  # every scheduling gate each pod ever had
         self.callbacks: list[Callable[[Pod], None]] = []
         self._watch = ListWatch(
             client,
@@ -269,6 +270,7 @@ class NamespaceRecorder:
             for pod in pods:
                 name = pod["metadata"]["name"]
                 self.latest[name] = pod
+                self.gates_seen[name].update(g.get("name", "") for g in pod["spec"].get("schedulingGates") or [])
                 labels = pod["metadata"].get("labels") or {}
                 if labels.get(keys.PLACEHOLDER) == "true":
                     self.placeholder_uids[name].add(pod["metadata"]["uid"])
@@ -290,6 +292,16 @@ class NamespaceRecorder:
 
         found: tuple[str, str] = wait_until(seen, timeout_s)
         return found
+
+    def placeholders_of(self, app: str) -> dict[str, set[str]]:
+        """Every placeholder ever created for the application: name -> the UIDs it had (one, unless it
+        was created again)."""
+        with self._lock:
+            return {
+                name: set(uids)
+                for name, uids in self.placeholder_uids.items()
+                if (self.latest[name]["metadata"].get("labels") or {}).get(keys.PLACEHOLDER_APP) == app
+            }
 
     def group_nodes(self, group: str) -> set[str]:
         with self._lock:

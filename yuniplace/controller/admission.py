@@ -34,6 +34,7 @@ from yuniplace.controller.store import PodStore
 from yuniplace.controller.tickets import Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import Dialect, dialect_of
 from yuniplace.gang.fit import Room
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
@@ -196,7 +197,10 @@ class Admission:
         originator, record, spec = app.originator, app.record, app.spec
         if originator is None or spec is None or p.is_terminal(originator):
             return None
-        if record.state not in IN_FLIGHT and record.state != AppState.PENDING:
+        # kube-scheduler places a native gang as soon as its pods exist: in flight from the start.
+        native = dialect_of(originator) == Dialect.NATIVE
+        state = AppState.RUNNING if native else record.state
+        if state not in IN_FLIGHT and state != AppState.PENDING:
             return None
         queue = placing.place(app)
         if isinstance(queue, Refused):
@@ -218,7 +222,7 @@ class Admission:
         return App(
             key,
             spec,
-            record.state,
+            state,
             app.arrival,
             queue,
             holding,
@@ -231,6 +235,7 @@ class Admission:
             held=self._room.held_amounts(holders) if not config.empty else {},
             running=bool(p.node_name(originator)),
             reserving_since=record.reservation_started,
+            native=native,
         )
 
     def _apps(self, placing: Placing) -> tuple[dict[p.AppKey, App], dict[p.AppKey, Refused]]:

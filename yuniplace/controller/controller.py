@@ -16,6 +16,7 @@ from yuniplace.controller.capacity import ClusterRoom
 from yuniplace.controller.decision import AdmissionRules
 from yuniplace.controller.events import EventRecorder, Reason
 from yuniplace.controller.metrics import Metrics
+from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import Planner
 from yuniplace.controller.podgroups import PodGroups
@@ -25,6 +26,7 @@ from yuniplace.controller.unserved import UnservedPods
 from yuniplace.controller.workqueue import WorkQueue
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import Dialect, dialect_of
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
@@ -83,6 +85,7 @@ class Controller:
         # Applications waiting to swap onto a node until another application's member lands there.
         self._node_waiters: dict[str, set[p.AppKey]] = {}
         self._states: dict[p.AppKey, AppState] = {}
+        self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
         # covers every namespace even when only one namespace's applications are managed.
@@ -230,11 +233,33 @@ class Controller:
             reclaimed=None if reclaim is None else reclaim.message,
         )
 
+    def _observe_native(self, key: p.AppKey, app: Application) -> Plan:
+        """A gang kube-scheduler binds by itself: events about it, and nothing written to its pods."""
+        placed = self.admission.queue_of(key) if self.admission is not None else None
+        # Before admission's first count of it, the queue it asks for.
+        queue = placed or (app.queue if app.originator is not None else None)
+        with self._lock:
+            announced = self._announced_native.get(key)
+        plan, headline = observe(app, announced, queue)
+        self._executor.apply(plan)
+        with self._lock:
+            if plan.forget:
+                self._announced_native.pop(key, None)
+            else:
+                self._announced_native[key] = headline
+        if plan.state != self._states.get(key):
+            self._capacity_changed()  # it began to hold room, or let it go: admission counts again
+        return plan
+
     def reconcile(self, key: p.AppKey) -> Plan:
         started = time.monotonic()
         with self._lock:
             self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
         app = self._application(key)
+        if app.originator is not None and dialect_of(app.originator) == Dialect.NATIVE:
+            plan = self._observe_native(key, app)
+            self._record(key, app, plan)
+            return plan
         around = self._surroundings(app)
         plan = Planner(app, self._clock(), self._settings, around).plan()
         refused = self._executor.apply(plan)

@@ -62,6 +62,9 @@ class App:
     held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
     running: bool = False  # its originator runs: taking its room back means evicting it
     reserving_since: float | None = None  # when its reservation began: the newest is taken back first
+    # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
+    # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
+    native: bool = False
 
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
@@ -339,6 +342,7 @@ class Decision:
             )
             for other in self._apps.values()
             if other.state in IN_FLIGHT
+            and not other.native
             and other.key not in self._reclaiming
             and other.key not in self._spared
             and other.queue in self._queues.queues

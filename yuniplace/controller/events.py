@@ -65,6 +65,7 @@ class Reason(enum.StrEnum):
     GANG_PREEMPTED = "GangPreempted", "Preempt", WARNING
     QUEUES_APPLIED = "QueuesApplied", "Configure", NORMAL, WARNING
     QUEUES_REFUSED = "QueuesRefused", "Configure", WARNING
+    NATIVE_GANG = "NativeGang", "Observe", NORMAL
 
 
 def _now() -> str:

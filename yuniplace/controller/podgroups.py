@@ -1,5 +1,6 @@
 """PodGroups, scheduler-plugins' and Volcano's: each API watched when it is installed (the gangs their
-members name), and where their status is written (podgroupstatus.py says what it is)."""
+members name), and where their status is written (podgroupstatus.py says what it is). Kubernetes' own
+pod groups (the Workload API) are watched too, in the newest version the cluster serves, to be seen."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from yuniplace.gang import native
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, pod_group_dialect
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, pod_group_dialect
 from yuniplace.kube import KubeClient
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
@@ -51,12 +53,12 @@ class PodGroupWatch:
         """Whether the API (the CRD) is installed, and whether it serves a status subresource; without
         the API, that dialect is off."""
         what = f"{self.dialect.value} gangs" if self.dialect != Dialect.POD_GROUP else "PodGroup gangs"
-        names = served_resources(self._client, self.api, what)
-        if names is None:
+        served = served_resources(self._client, self.api, what)
+        if served is None:
             return False
         # Only a listing of podgroups without podgroups/status says there is none: discovery may not list
         # a CRD's resources yet a moment after it was installed.
-        self.status_subresource = STATUS in names or "podgroups" not in names
+        self.status_subresource = STATUS in served.names or "podgroups" not in served.names
         if not self.status_subresource:
             log.info("the %s PodGroup CRD has no status subresource: their status is written on the object", self.api)
         return True
@@ -86,6 +88,89 @@ class PodGroupWatch:
         return self.watch.synced
 
 
+def served_native_version(client: KubeClient) -> native.ServedVersion | None:
+    """The newest version of the Workload API the cluster serves that yuniplace reads; None when it
+    serves none (its feature gates are off), or only versions yuniplace does not know, which the log
+    says: their gangs are then left to kube-scheduler, unseen by admission, queues and status."""
+    group = served_resources(client, "/apis/" + native.GROUP, "native gangs (the Workload API)")
+    versions = group.versions if group is not None else []
+    gang_versions = []
+    for version in versions:
+        resources = served_resources(client, f"/apis/{native.GROUP}/{version}", "native gangs (the Workload API)")
+        if resources is not None and resources.names & {"podgroups", "workloads"}:
+            gang_versions.append(version)
+    for known in native.KNOWN_VERSIONS:
+        if known.version in gang_versions:
+            return known
+    if gang_versions:
+        log.warning(
+            "the cluster serves the Workload API as %s/%s, a version yuniplace does not read (it reads %s): "
+            "pods of native pod groups are left to kube-scheduler, unseen by admission, queues and status",
+            native.GROUP,
+            ", ".join(gang_versions),
+            ", ".join(v.version for v in native.KNOWN_VERSIONS),
+        )
+    return None
+
+
+class NativeGroupWatch:
+    """Kubernetes' own pod groups in the watched namespace(s), by application key (a pod group's name
+    as its pods name it); every change wakes the applications it describes."""
+
+    def __init__(self, client: KubeClient, namespace: str | None, wake: Callable[[p.AppKey], None]) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._wake = wake
+        self._groups: dict[str, dict[str, native.NativeGroup]] = {}  # namespace -> group name -> group
+        self.version: native.ServedVersion | None = None
+        self.watch: ListWatch | None = None
+
+    def get(self, key: p.AppKey) -> PodGroup | None:
+        found = native.lookup(self._groups.get(key.namespace, {}), key.app_id)
+        return None if found is None else found.as_object()
+
+    def _described(self, obj: PodGroup) -> tuple[str, dict[str, native.NativeGroup]]:
+        namespace = str(obj["metadata"]["namespace"])
+        return namespace, {group.name: group for group in native.groups_described(obj)}
+
+    def _listed(self, objects: list[PodGroup]) -> None:
+        before = {p.AppKey(ns, name) for ns, groups in self._groups.items() for name in groups}
+        fresh: dict[str, dict[str, native.NativeGroup]] = {}
+        for obj in objects:
+            namespace, groups = self._described(obj)
+            fresh.setdefault(namespace, {}).update(groups)
+        self._groups = fresh
+        for key in before | {p.AppKey(ns, name) for ns, groups in fresh.items() for name in groups}:
+            self._wake(key)
+
+    def _changed(self, kind: str, obj: PodGroup) -> None:
+        namespace, groups = self._described(obj)
+        held = self._groups.setdefault(namespace, {})
+        for name, group in groups.items():
+            if kind == "DELETED":
+                held.pop(name, None)
+            else:
+                held[name] = group
+            self._wake(p.AppKey(namespace, name))
+
+    def start(self) -> threading.Event | None:
+        """Watch the newest served version yuniplace reads; None when there is none."""
+        self.version = served_native_version(self._client)
+        if self.version is None:
+            return None
+        served = self.version
+        scope = f"/namespaces/{self._namespace}" if self._namespace else ""
+        path = f"{served.api}{scope}/{served.resource}"
+        log.info("native gangs: watching %s/%s %s", native.GROUP, served.version, served.resource)
+        self.watch = ListWatch(self._client, path, on_list=self._listed, on_event=self._changed, name="native-groups")
+        threading.Thread(target=self.watch.run, name="watch-native-groups", daemon=True).start()
+        return self.watch.synced
+
+    def stop(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+
+
 class PodGroups:
     """Every PodGroup API's watch. A scheduler-plugins and a Volcano PodGroup may share a name: an
     application's PodGroup is the one of the API its pods name (`pods_of`: the application's pods)."""
@@ -99,9 +184,13 @@ class PodGroups:
     ) -> None:
         self._pods_of = pods_of
         self.watches = {dialect: PodGroupWatch(client, dialect, namespace, wake) for dialect in POD_GROUP_APIS}
+        self.native = NativeGroupWatch(client, namespace, wake)
 
     def get(self, key: p.AppKey) -> PodGroup | None:
-        dialect = pod_group_dialect(self._pods_of(key))
+        pods = self._pods_of(key)
+        if any(dialect_of(pod) == Dialect.NATIVE for pod in pods[:1]):
+            return self.native.get(key)
+        dialect = pod_group_dialect(pods)
         return None if dialect is None else self.watches[dialect].get(key)
 
     def status_path(self, dialect: Dialect, key: p.AppKey) -> str:
@@ -109,8 +198,11 @@ class PodGroups:
 
     def start(self) -> list[threading.Event]:
         """Watch every API that is served; return the events set once each first list is in."""
-        return [synced for watch in self.watches.values() if (synced := watch.start()) is not None]
+        synced = [synced for watch in self.watches.values() if (synced := watch.start()) is not None]
+        native_synced = self.native.start()
+        return synced if native_synced is None else [*synced, native_synced]
 
     def stop(self) -> None:
         for watch in self.watches.values():
             watch.watch.stop()
+        self.native.stop()

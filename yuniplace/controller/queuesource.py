@@ -279,7 +279,7 @@ class QueueSource:
                     name="namespaces",
                 )
             )
-        if "queues" in (served_resources(client, keys.VOLCANO_API, "Volcano Queues") or ()):
+        if (served := served_resources(client, keys.VOLCANO_API, "Volcano Queues")) and "queues" in served.names:
             self._watches.append(
                 ListWatch(
                     client,

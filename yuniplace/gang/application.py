@@ -55,6 +55,8 @@ def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> 
     dialect = dialect_of(chosen) if chosen is not None else None
     if dialect in POD_GROUP_APIS and pod_group is None:
         return None  # the gang is described by a PodGroup not seen (yet)
+    if dialect == Dialect.NATIVE and pod_group is not None and (pod_group.get("spec") or {}).get("minCount") is None:
+        return None  # a native pod group under the basic policy: no gang at all
     if dialect == Dialect.VOLCANO and pod_group is not None and missing_tasks(pod_group, members):
         return None  # a task with a minimum has no pod (yet) to size its task group by
     return chosen

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from yuniplace.gang import keys, volcano
+from yuniplace.gang import keys, native, volcano
 from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
 from yuniplace.gang.taskgroups import (
     GangSpec,
@@ -40,6 +40,8 @@ class Dialect(enum.Enum):
     KOORDINATOR = "Koordinator"
     POD_GROUP = "PodGroup"
     VOLCANO = "Volcano"
+    # Kubernetes' own gangs (native.py): kube-scheduler binds them; yuniplace only sees them.
+    NATIVE = "Workload API"
 
 
 # The dialects whose gang a PodGroup object describes, and the API that serves their PodGroups.
@@ -56,7 +58,21 @@ def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:
 
 
 def dialect_of(pod: Mapping[str, Any]) -> Dialect | None:
-    """The dialect a pod's gang is written in; YuniKorn's wins when a pod carries several."""
+    """The dialect a pod's gang is written in. A pod of a native pod group is kube-scheduler's gang
+    whatever else it carries: reserving it a second time would count its room twice. Otherwise
+    YuniKorn's wins when a pod carries several."""
+    if native.group_of(pod) is not None:
+        return Dialect.NATIVE
+    return _written_dialect(pod)
+
+
+def ignored_dialect(pod: Mapping[str, Any]) -> Dialect | None:
+    """The gang a pod of a native pod group also describes in another dialect, which yuniplace then
+    ignores (kube-scheduler gangs the pod); None for every other pod."""
+    return _written_dialect(pod) if native.group_of(pod) is not None else None
+
+
+def _written_dialect(pod: Mapping[str, Any]) -> Dialect | None:
     notes, labels = _meta(pod, "annotations"), _meta(pod, "labels")
     if keys.TASK_GROUPS in notes or keys.TASK_GROUP_NAME in notes:
         return Dialect.YUNIKORN
@@ -88,6 +104,8 @@ def gang_name(pod: Mapping[str, Any], dialect: Dialect | None) -> str | None:
         return _meta(pod, "labels")[keys.POD_GROUP_LABEL]
     if dialect == Dialect.VOLCANO:
         return _meta(pod, "annotations")[keys.VOLCANO_GROUP_NAME]
+    if dialect == Dialect.NATIVE:
+        return native.group_of(pod)
     return None
 
 
@@ -125,6 +143,17 @@ def gang_spec_of(
         name = gang_name(pod, dialect)
         kind = "PodGroup" if dialect == Dialect.POD_GROUP else f"{dialect.value} PodGroup"
         raise InvalidGang([Problem(named_by, name, f"names no {kind} in this namespace")])
+    if dialect == Dialect.NATIVE and pod_group is None:
+        raise InvalidGang(
+            [
+                Problem(
+                    native.named_by(pod),
+                    native.group_of(pod),
+                    "names no pod group of the Workload API in this namespace: kube-scheduler keeps the pod "
+                    "unschedulable until it is created (yuniplace does not hold it)",
+                )
+            ]
+        )
     if dialect == Dialect.COSCHEDULING:
         where = keys.COSCHEDULING_MIN_AVAILABLE
         min_member = whole_number(labels.get(where, "1"), f"label {where}", problems)
@@ -142,6 +171,11 @@ def gang_spec_of(
         assert pod_group is not None
         # Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
         gang = volcano.read(pod, pod_group, members, problems)
+    elif dialect == Dialect.NATIVE:
+        assert pod_group is not None
+        spec = pod_group.get("spec") or {}
+        where = f"{spec.get('describedBy')} gang minCount"
+        min_member = whole_number(spec.get("minCount"), where, problems)
     else:
         assert pod_group is not None
         spec = pod_group.get("spec") or {}

@@ -260,6 +260,9 @@ _KEPT_SPEC = (
     "schedulerName",
     "affinity",
     "serviceAccountName",
+    # The native pod group a pod belongs to (Workload API: 1.36 on, and 1.35).
+    "schedulingGroup",
+    "workloadRef",
 )
 # Kept only for pods of the dialects whose gang is shaped like the pod itself: every pod carries the
 # default tolerations, and keeping them for all would cost megabytes at tens of thousands of pods.

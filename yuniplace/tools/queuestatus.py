@@ -44,7 +44,7 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         except NotFound:
             source.configmap_changed(None)
         source.namespaces_changed(_items(client, "/api/v1/namespaces"))
-    if "queues" in (served_resources(client, keys.VOLCANO_API, "Volcano Queues") or ()):
+    if (served := served_resources(client, keys.VOLCANO_API, "Volcano Queues")) and "queues" in served.names:
         source.volcano_queues_changed(_items(client, f"{keys.VOLCANO_API}/queues"))
     if source.config().empty:
         return None, source

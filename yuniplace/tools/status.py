@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from yuniplace.cliargs import configmap_argument
-from yuniplace.gang import keys
+from yuniplace.controller.observe import bound_members, observed_state
+from yuniplace.controller.podgroups import served_native_version
+from yuniplace.gang import keys, native
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_APIS, pod_group_dialect
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, pod_group_dialect
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.tools import queuestatus
@@ -35,10 +37,35 @@ def _age(seconds: float | None) -> str:
     return f"{seconds // 86400}d{seconds % 86400 // 3600}h"
 
 
+NATIVE_NOTE = "native gang (Workload API): kube-scheduler binds it all or nothing; yuniplace only counts it"
+
+
+def describe_native(app: Application, originator: p.Pod) -> dict[str, Any]:
+    """A gang kube-scheduler binds by itself: where it stands, as its pods show it."""
+    row: dict[str, Any] = {
+        "namespace": app.key.namespace,
+        "application": app.key.app_id,
+        "originator": p.name(originator),
+        "state": observed_state(app).value,
+        "groups": [],
+        "age_s": None,
+        "time_left_s": None,
+        "note": NATIVE_NOTE,
+    }
+    if app.spec is None:
+        row["error"] = str(app.problem)
+    else:
+        minimum = app.spec.min_members
+        row["groups"].append({"name": "members", "reserved": min(minimum, bound_members(app)), "required": minimum})
+    return row
+
+
 def describe(app: Application, now: float) -> dict[str, Any] | None:
     originator = app.originator
     if originator is None:
         return None
+    if dialect_of(originator) == Dialect.NATIVE:
+        return describe_native(app, originator)
     record = app.record
     row: dict[str, Any] = {
         "namespace": app.key.namespace,
@@ -116,6 +143,19 @@ def _pod_groups(client: KubeClient, namespace: str | None, api: str) -> dict[p.A
     return {p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g for g in items}
 
 
+def _native_groups(client: KubeClient, namespace: str | None) -> dict[str, dict[str, native.NativeGroup]]:
+    """Kubernetes' own pod groups by namespace and name, in the newest version served that yuniplace
+    reads; none when the Workload API is not served."""
+    served = served_native_version(client)
+    if served is None:
+        return {}
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    groups: dict[str, dict[str, native.NativeGroup]] = defaultdict(dict)
+    for obj in client.get(f"{served.api}{scope}/{served.resource}")["items"]:
+        groups[obj["metadata"]["namespace"]].update({g.name: g for g in native.groups_described(obj)})
+    return groups
+
+
 def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[dict[str, Any]]:
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     pods = client.get(path)["items"]
@@ -131,8 +171,12 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
             unserved.append(describe_unserved(pod))
     now = time.time()
     pod_groups = {dialect: _pod_groups(client, namespace, api) for dialect, api in POD_GROUP_APIS.items()}
+    native_groups = _native_groups(client, namespace) if any(dialect_of(pod) == Dialect.NATIVE for pod in pods) else {}
 
     def pod_group(key: p.AppKey, pods: list[p.Pod]) -> dict[str, Any] | None:
+        if any(dialect_of(pod) == Dialect.NATIVE for pod in pods):
+            found = native.lookup(native_groups.get(key.namespace, {}), key.app_id)
+            return None if found is None else found.as_object()
         dialect = pod_group_dialect(pods)
         return None if dialect is None else pod_groups[dialect].get(key)
 

@@ -14,10 +14,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from yuniplace.gang import keys
+from yuniplace.gang import keys, native
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_APIS, dialect_of, own_problems
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, ignored_dialect, own_problems
 from yuniplace.gang.taskgroups import (
     DNS1123_LABEL,
     InvalidGang,
@@ -31,9 +31,16 @@ DEFAULT_SCHEDULER = p.DEFAULT_SCHEDULER
 
 
 def _response(
-    review: Mapping[str, Any], *, allowed: bool = True, message: str = "", patch: list[dict[str, Any]] | None = None
+    review: Mapping[str, Any],
+    *,
+    allowed: bool = True,
+    message: str = "",
+    patch: list[dict[str, Any]] | None = None,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
     answer: dict[str, Any] = {"uid": review.get("request", {}).get("uid", ""), "allowed": allowed}
+    if warnings:
+        answer["warnings"] = warnings
     if message:
         answer["status"] = {
             "code": 200 if allowed else 400,
@@ -60,10 +67,24 @@ def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_S
     """A pod yuniplace must hold back: a real pod of a gang in any dialect it reads (YuniKorn's task
     groups or task-group name, Coscheduling labels, Koordinator annotations, a PodGroup label,
     Volcano's group-name annotation), meant for a scheduler yuniplace works with (a pod for YuniKorn's
-    or Volcano's own scheduler is that scheduler's business)."""
+    or Volcano's own scheduler is that scheduler's business). A pod of a native pod group never is:
+    kube-scheduler gangs it itself."""
     if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
-    return dialect_of(pod) is not None
+    return dialect_of(pod) not in (None, Dialect.NATIVE)
+
+
+def native_warnings(pod: Mapping[str, Any]) -> list[str]:
+    """What a pod of a native pod group that also describes a gang in another dialect is told: its
+    gang is kube-scheduler's, and the other one is ignored."""
+    also = ignored_dialect(pod)
+    if also is None:
+        return []
+    return [
+        f"yuniplace: this pod belongs to native pod group {native.group_of(pod)} ({native.named_by(pod)}), which "
+        f"kube-scheduler gang-schedules itself; its {also.value} gang annotations or labels are ignored and the pod "
+        "is neither gated nor given placeholders"
+    ]
 
 
 def mutate(
@@ -90,7 +111,7 @@ def mutate(
             patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})
         elif not any(g.get("name") == keys.GATE for g in gates):
             patch.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": keys.GATE}})
-    return _response(review, patch=patch)
+    return _response(review, patch=patch, warnings=native_warnings(pod))
 
 
 def problems_of(

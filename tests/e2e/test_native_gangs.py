@@ -1,0 +1,217 @@
+"""Kubernetes' own gangs (the Workload API, with its feature gates on) beside yuniplace's, on a cluster
+of their own: kube-scheduler's gang plugin binds a native pod group all or nothing while yuniplace
+reserves a YuniKorn-style gang in the same queue. Neither is gated or placeheld twice, the native gang
+counts against the queue's max, and a pod naming a pod group that does not exist is told so and never
+held. Each served shape of the API is written as that version reads it (1.35: a Workload and
+spec.workloadRef; 1.36: a Workload, a PodGroup and spec.schedulingGroup; 1.37: a PodGroup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import kubernetes_version, skip_without_go
+from tests.e2e.support import Cluster, ControllerProcess, NamespaceRecorder, events_for, gang_pod, is_bound, make_pod
+from tests.e2e.test_queues import configured, put_queues, queues_yaml, waiting
+from yuniplace.gang import keys
+from yuniplace.localcluster import LocalCluster, NodePool, wait_until
+from yuniplace.localcluster.components import Features
+
+pytestmark = pytest.mark.every_version
+
+QUEUE = {keys.YUNIKORN_QUEUE: "root.shared"}
+WAIT_S = 60.0
+
+Pod = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def native_cluster() -> Iterator[Cluster]:
+    """Two nodes of 8 CPU, with the Workload API and kube-scheduler's gang plugin switched on."""
+    skip_without_go()
+    version = kubernetes_version()
+    local = LocalCluster(f"pytest-native-{os.getpid()}")
+    try:
+        local.up(
+            [NodePool(count=2, cpu="8", memory="32Gi")], kubernetes=version, features=Features.workload_api(version)
+        )
+        yield Cluster(local)
+    finally:
+        local.down(quiet=True)
+
+
+@pytest.fixture
+def native_namespace(native_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = request.node.name.replace("_", "-")[:50].rstrip("-").lower()
+    native_cluster.local.create_namespace(name)
+    yield name
+    native_cluster.client.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture
+def native_controller(
+    native_cluster: Cluster, native_namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[ControllerProcess]:
+    """A controller of every namespace (as the chart installs it) with the namespace's queues."""
+    process = ControllerProcess(
+        [f"--kubeconfig={native_cluster.kubeconfig}", f"--queues-configmap={native_namespace}/queues"], tmp_path
+    )
+    process.start()
+    yield process
+    code = process.stop()
+    assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
+
+
+def native_group(cluster: Cluster, namespace: str, name: str, min_count: int) -> Callable[[Pod], Pod]:
+    """Create a native pod group of `min_count` (as the cluster's version of the API has it); return what
+    makes a pod one of its members."""
+    version = kubernetes_version()
+    gang = {"gang": {"minCount": min_count}}
+    if version == "1.35":
+        api = "/apis/scheduling.k8s.io/v1alpha1"
+        workload = {"metadata": {"name": name}, "spec": {"podGroups": [{"name": "workers", "policy": gang}]}}
+        cluster.client.create(f"{api}/namespaces/{namespace}/workloads", workload)
+
+        def member(pod: Pod) -> Pod:
+            pod["spec"]["workloadRef"] = {"name": name, "podGroup": "workers"}
+            return pod
+
+        return member
+    if version == "1.36":
+        api = "/apis/scheduling.k8s.io/v1alpha2"
+        template = {"name": "workers", "schedulingPolicy": gang}
+        cluster.client.create(
+            f"{api}/namespaces/{namespace}/workloads",
+            {"metadata": {"name": name}, "spec": {"podGroupTemplates": [template]}},
+        )
+        ref = {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}}
+        spec: dict[str, Any] = {"podGroupTemplateRef": ref, "schedulingPolicy": gang}
+    else:
+        api = "/apis/scheduling.k8s.io/v1beta1"
+        spec = {"schedulingPolicy": gang}
+    cluster.client.create(f"{api}/namespaces/{namespace}/podgroups", {"metadata": {"name": name}, "spec": spec})
+
+    def member(pod: Pod) -> Pod:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+        return pod
+
+    return member
+
+
+def native_app_id(name: str) -> str:
+    """The application a native pod group is, as yuniplace names it."""
+    return f"{name}/workers" if kubernetes_version() == "1.35" else name
+
+
+def bound(cluster: Cluster, namespace: str, names: list[str]) -> list[Pod]:
+    def all_bound() -> list[Pod] | None:
+        pods = [cluster.get_pod(namespace, n) for n in names]
+        return pods if all(pod is not None and is_bound(pod) for pod in pods) else None  # type: ignore[return-value]
+
+    try:
+        return wait_until(all_bound, WAIT_S)  # type: ignore[no-any-return]
+    except TimeoutError:
+        states = {n: (cluster.get_pod(namespace, n) or {}).get("status", {}).get("phase") for n in names}
+        raise AssertionError(f"not all of {names} bound within {WAIT_S}s: {states}") from None
+
+
+def status(cluster: Cluster, *args: str) -> Any:
+    result = subprocess.run(
+        [sys.executable, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-o", "json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+) -> None:
+    """Queue root.shared may hold 8 CPUs. A native pod group of 4 × 1 CPU starts whole through
+    kube-scheduler's gang plugin, never gated nor placeheld; a YuniKorn gang of 4 × 1 CPU in the same
+    queue is reserved by placeholders and swapped in. A third gang of 2 then waits for the queue's max,
+    which the native gang counts against although the cluster has 8 CPUs free, and starts once the
+    native gang is gone."""
+    cluster, namespace = native_cluster, native_namespace
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 8}"))
+    configured(cluster, namespace, "QueuesApplied")
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        member = native_group(cluster, namespace, "trainer", 4)
+        trainers = [f"trainer-{i}" for i in range(4)]
+        for name in trainers:
+            pod = member(make_pod(name, cpu="1", memory="1Gi", labels=dict(QUEUE)))
+            cluster.create_pod(namespace, pod)
+        bound(cluster, namespace, trainers)
+
+        groups = [{"name": "workers", "minMember": 4, "minResource": {"cpu": "1", "memory": "1Gi"}}]
+        spark = [f"spark-{i}" for i in range(4)]
+        for name in spark:
+            pod = gang_pod(name, "spark", "workers", task_groups=groups, cpu="1", memory="1Gi")
+            pod["metadata"]["labels"].update(QUEUE)
+            cluster.create_pod(namespace, pod)
+        bound(cluster, namespace, spark)
+
+        late_groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}]
+        for name in ("late-0", "late-1"):
+            pod = gang_pod(name, "late", "workers", task_groups=late_groups, cpu="1", memory="1Gi")
+            pod["metadata"]["labels"].update(QUEUE)
+            cluster.create_pod(namespace, pod)
+        note = waiting(cluster, namespace, "late", "root.shared")
+        rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
+        native_row = rows[native_app_id("trainer")]
+        assert native_row["state"] == "Running", native_row
+        assert native_row["groups"] == [{"name": "members", "reserved": 4, "required": 4}], native_row
+        native_events = [e["message"] for e in events_for(cluster, namespace, "NativeGang")]
+        assert any("trainer" in m and "queue root.shared" in m for m in native_events), native_events
+
+        for name in trainers:
+            cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", {"gracePeriodSeconds": 0})
+        bound(cluster, namespace, ["late-0", "late-1"])
+
+        gated = {name: sorted(recorder.gates_seen[name]) for name in trainers if recorder.gates_seen[name]}
+        native_placeholders = recorder.placeholders_of(native_app_id("trainer"))
+        spark_placeholders = recorder.placeholders_of("spark")
+    assert not gated, f"native pods were gated: {gated}"
+    assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
+    # One placeholder a member of the YuniKorn gang, each created once.
+    assert sorted(len(uids) for uids in spark_placeholders.values()) == [1, 1, 1, 1], spark_placeholders
+    print(
+        f"\nKubernetes {kubernetes_version()}: native gang of 4 started whole by kube-scheduler (never gated, no "
+        f"placeholder); YuniKorn gang of 4 through 4 placeholders, each created once; the late gang waited: {note}"
+    )
+
+
+def test_a_pod_naming_a_missing_native_group_is_told_and_never_held(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+) -> None:
+    """A pod of a native pod group nobody created: kube-scheduler keeps it unschedulable until the group
+    exists; yuniplace says so on the pod and never gates it. Once the group is created, it starts."""
+    cluster, namespace = native_cluster, native_namespace
+    version = kubernetes_version()
+    pod = make_pod("orphan", cpu="1", memory="1Gi")
+    if version == "1.35":
+        pod["spec"]["workloadRef"] = {"name": "nowhere", "podGroup": "workers"}
+    else:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": "nowhere"}
+    cluster.create_pod(namespace, pod)
+
+    def told() -> str | None:
+        messages = [e["message"] for e in events_for(cluster, namespace, "TaskGroupsError")]
+        return next((m for m in messages if "nowhere" in m and "no pod group" in m), None)
+
+    message = wait_until(told, WAIT_S)
+    current = cluster.get_pod(namespace, "orphan")
+    assert current is not None and not current["spec"].get("schedulingGates"), current
+    assert not is_bound(current)
+    native_group(cluster, namespace, "nowhere", 1)
+    bound(cluster, namespace, ["orphan"])
+    print(f"\nKubernetes {version}: {message}")

@@ -1,0 +1,120 @@
+"""Kubernetes' own gangs (KEP-4671, the Workload API): which native pod group a pod belongs to, and the
+minimum its group asks kube-scheduler to place all at once.
+
+kube-scheduler's gang plugin binds these gangs all or nothing by itself, so yuniplace never gates,
+placeholds or swaps their pods. It reads them as one more dialect only to see them: a native gang counts
+in its queue and in the room admission gives out, and `yuniplace status` and the events tell about it.
+
+The API changed shape with every release, and each shape is read as it is served:
+- 1.35, `scheduling.k8s.io/v1alpha1`: a pod points at a Workload and one of its pod groups with
+  `spec.workloadRef` (name, podGroup, podGroupReplicaKey); the Workload lists its groups in
+  `spec.podGroups[].policy.gang.minCount`.
+- 1.36 (`v1alpha2`) and 1.37 (`v1beta1`, also `v1alpha3`): a pod names a PodGroup object in
+  `spec.schedulingGroup.podGroupName`; the PodGroup says `spec.schedulingPolicy.gang.minCount`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GROUP = "scheduling.k8s.io"
+
+
+@dataclass(frozen=True)
+class ServedVersion:
+    """One version of the Workload API: where its gangs are listed, and how a pod names its group."""
+
+    version: str
+    resource: str  # "podgroups", or (1.35) "workloads"
+
+    @property
+    def api(self) -> str:
+        return f"/apis/{GROUP}/{self.version}"
+
+
+# The versions yuniplace reads, newest first: the newest one a cluster serves is watched.
+KNOWN_VERSIONS = (
+    ServedVersion("v1beta1", "podgroups"),
+    ServedVersion("v1alpha3", "podgroups"),
+    ServedVersion("v1alpha2", "podgroups"),
+    ServedVersion("v1alpha1", "workloads"),
+)
+
+
+@dataclass(frozen=True)
+class NativeGroup:
+    """A native pod group as yuniplace reads it, whichever object describes it."""
+
+    name: str  # the group's name as its pods name it (a Workload's group: "<workload>/<pod group>")
+    min_count: int | None  # the gang minimum; None for a group under the basic (non-gang) policy
+    described_by: str  # what says so, for messages: "PodGroup x" or "Workload w, pod group g"
+
+    def as_object(self) -> dict[str, Any]:
+        """The group as a plain object, the way the other dialects' PodGroups reach the gang readers."""
+        return {
+            "kind": "NativeGroup",
+            "metadata": {"name": self.name},
+            "spec": {"minCount": self.min_count, "describedBy": self.described_by},
+        }
+
+
+def group_of(pod: Mapping[str, Any]) -> str | None:
+    """The native pod group the pod belongs to, if any: the PodGroup it names (1.36 on), or the
+    Workload and pod group it points at (1.35, with the replica key when it has one)."""
+    spec = pod.get("spec") or {}
+    scheduling_group = spec.get("schedulingGroup")
+    if isinstance(scheduling_group, Mapping):
+        name = scheduling_group.get("podGroupName")
+        if isinstance(name, str) and name:
+            return name
+    ref = spec.get("workloadRef")
+    if isinstance(ref, Mapping):
+        parts = [ref.get("name"), ref.get("podGroup"), ref.get("podGroupReplicaKey")]
+        named = [part for part in parts if isinstance(part, str) and part]
+        if len(named) >= 2 and named[:2] == parts[:2]:
+            return "/".join(named)
+    return None
+
+
+def named_by(pod: Mapping[str, Any]) -> str:
+    """The pod field that names its native group, for messages."""
+    return "spec.workloadRef" if (pod.get("spec") or {}).get("workloadRef") else "spec.schedulingGroup.podGroupName"
+
+
+def _gang_minimum(policy: Any) -> int | None:
+    gang = policy.get("gang") if isinstance(policy, Mapping) else None
+    if not isinstance(gang, Mapping):
+        return None
+    count = gang.get("minCount")
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def groups_described(obj: Mapping[str, Any]) -> list[NativeGroup]:
+    """Every native pod group an object of the API describes: a PodGroup describes itself, a 1.35
+    Workload each of its pod groups (their pods may carry a replica key; `lookup` finds those)."""
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Workload" or "podGroups" in spec:
+        found = []
+        for group in spec.get("podGroups") or []:
+            if isinstance(group, Mapping) and isinstance(group.get("name"), str):
+                found.append(
+                    NativeGroup(
+                        f"{name}/{group['name']}",
+                        _gang_minimum(group.get("policy")),
+                        f"Workload {name}, pod group {group['name']}",
+                    )
+                )
+        return found
+    return [NativeGroup(name, _gang_minimum(spec.get("schedulingPolicy")), f"PodGroup {name}")]
+
+
+def lookup(groups: Mapping[str, NativeGroup], name: str) -> NativeGroup | None:
+    """The group a pod names; a 1.35 pod's replica key picks one replica of its Workload's group,
+    whose minimum is the group's."""
+    found = groups.get(name)
+    if found is None and name.count("/") == 2:
+        found = groups.get(name.rsplit("/", 1)[0])
+    return found
