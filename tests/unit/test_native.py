@@ -1,0 +1,148 @@
+"""Kubernetes' own gangs (the Workload API) in each served shape: recognised, never held by yuniplace,
+read as a gang of their group's minimum, and reported once per change."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from yuniplace.controller.events import Reason
+from yuniplace.controller.observe import observe, observed_state
+from yuniplace.gang import keys, native
+from yuniplace.gang import pods as p
+from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import Dialect, dialect_of, ignored_dialect
+from yuniplace.gang.state import AppState
+from yuniplace.webhook.admission import is_gang_pod, mutate
+
+GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+
+
+def member(name: str, node: str | None = None, annotations: dict[str, str] | None = None, **spec: Any) -> p.Pod:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "uid": f"uid-{name}",
+            "creationTimestamp": f"2026-11-25T10:00:0{name[-1]}Z",
+            "annotations": annotations or {},
+            "labels": {},
+        },
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+            **({"nodeName": node} if node else {}),
+            **spec,
+        },
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+GROUP_REF = {"schedulingGroup": {"podGroupName": "trainer"}}  # 1.36 on
+WORKLOAD_REF = {"workloadRef": {"name": "job", "podGroup": "workers"}}  # 1.35
+POD_GROUP = {
+    "kind": "PodGroup",
+    "metadata": {"name": "trainer", "namespace": "ml"},
+    "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+}
+WORKLOAD = {
+    "kind": "Workload",
+    "metadata": {"name": "job", "namespace": "ml"},
+    "spec": {
+        "podGroups": [
+            {"name": "workers", "policy": {"gang": {"minCount": 4}}},
+            {"name": "driver", "policy": {"basic": {}}},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "group"),
+    [
+        (GROUP_REF, "trainer"),
+        (WORKLOAD_REF, "job/workers"),
+        ({"workloadRef": {"name": "job", "podGroup": "workers", "podGroupReplicaKey": "r1"}}, "job/workers/r1"),
+        ({"workloadRef": {"name": "job"}}, None),  # no pod group: not a member of any
+        ({"schedulingGroup": {}}, None),
+        ({}, None),
+    ],
+)
+def test_the_native_group_a_pod_names(spec: dict[str, Any], group: str | None) -> None:
+    pod = member("w-0", **spec)
+    assert native.group_of(pod) == group
+    assert (dialect_of(pod) == Dialect.NATIVE) == (group is not None)
+
+
+def test_a_native_member_is_kube_schedulers_gang_whatever_else_it_carries() -> None:
+    pod = member("w-0", annotations={keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"}, **GROUP_REF)
+    assert dialect_of(pod) == Dialect.NATIVE
+    assert ignored_dialect(pod) == Dialect.YUNIKORN
+    assert p.app_key(pod) == p.AppKey("ml", "trainer")
+    assert not is_gang_pod(pod)
+
+
+def test_the_webhook_never_gates_a_native_member_and_says_what_it_ignores() -> None:
+    pod = member("w-0", annotations={keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"}, **GROUP_REF)
+    review = {"request": {"uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE", "object": pod}}
+    response = mutate(review)["response"]
+    assert response["allowed"] and "patch" not in response
+    assert "native pod group trainer" in response["warnings"][0]
+    assert "YuniKorn gang annotations or labels are ignored" in response["warnings"][0]
+
+
+def test_objects_describe_their_groups_with_each_minimum() -> None:
+    groups = {g.name: g for obj in (POD_GROUP, WORKLOAD) for g in native.groups_described(obj)}
+    assert {name: g.min_count for name, g in groups.items()} == {
+        "trainer": 3,
+        "job/workers": 4,
+        "job/driver": None,  # the basic policy: no gang
+    }
+    replica = native.lookup(groups, "job/workers/r1")
+    assert replica is not None and replica.min_count == 4
+
+
+def app_of(pods: list[p.Pod], group: dict[str, Any] | None) -> Application:
+    found = native.lookup({g.name: g for g in native.groups_described(group)}, "trainer") if group else None
+    return Application.of(p.AppKey("ml", "trainer"), pods, None if found is None else found.as_object())
+
+
+def test_a_native_gang_is_one_group_of_its_minimum_shaped_like_its_pods() -> None:
+    app = app_of([member(f"w-{i}", **GROUP_REF) for i in range(3)], POD_GROUP)
+    assert app.spec is not None and app.problem is None
+    assert [(g.name, g.min_member) for g in app.spec.groups] == [("members", 3)]
+    assert app.spec.groups[0].min_resource == {"cpu": "1", "memory": "1Gi"}
+
+
+def test_a_missing_native_group_is_a_problem_that_says_what_kube_scheduler_does() -> None:
+    app = app_of([member("w-0", **GROUP_REF)], None)
+    assert app.spec is None
+    assert "names no pod group of the Workload API" in str(app.problem)
+    assert "kube-scheduler keeps the pod unschedulable until it is created" in str(app.problem)
+
+
+def test_a_basic_policy_group_is_no_gang() -> None:
+    basic = {**POD_GROUP, "spec": {"schedulingPolicy": {"basic": {}}}}
+    assert app_of([member("w-0", **GROUP_REF)], basic).originator is None
+
+
+def test_its_state_follows_what_kube_scheduler_bound() -> None:
+    pending = app_of([member("w-0", **GROUP_REF), member("w-1", **GROUP_REF), member("w-2", **GROUP_REF)], POD_GROUP)
+    assert observed_state(pending) == AppState.PENDING
+    started = app_of([member(f"w-{i}", node="n1", **GROUP_REF) for i in range(3)], POD_GROUP)
+    assert observed_state(started) == AppState.RUNNING
+    assert observed_state(app_of([], POD_GROUP)) == AppState.COMPLETED
+
+
+def test_an_event_only_when_where_it_stands_changes_and_nothing_written() -> None:
+    app = app_of([member(f"w-{i}", **GROUP_REF) for i in range(3)], POD_GROUP)
+    plan, headline = observe(app, None, "root.ml")
+    assert [e.reason for e in plan.events] == [Reason.NATIVE_GANG]
+    assert "queue root.ml" in plan.events[0].note and "neither gates nor placeholds" in plan.events[0].note
+    assert plan.writes() == 0
+    again, same = observe(app, headline, "root.ml")
+    assert not again.events and same == headline
+    missing, problem = observe(app_of([member("w-0", **GROUP_REF)], None), None, None)
+    assert [(e.reason, e.kind) for e in missing.events] == [(Reason.TASK_GROUPS_ERROR, "Warning")]
+    assert not observe(app_of([member("w-0", **GROUP_REF)], None), problem, None)[0].events
