@@ -26,6 +26,7 @@ from yuniplace.controller.plan import Settings
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.kube import KubeClient
+from yuniplace.kube.versions import check_server
 from yuniplace.webhook import command as webhook_command
 
 log = logging.getLogger(__name__)
@@ -174,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     metrics = Metrics()
     client = KubeClient.from_kubeconfig(args.kubeconfig, observer=metrics.observe_api_call)
+    check_server(client)
     settings = Settings(
         limits=limits,
         placeholder_image=args.placeholder_image,

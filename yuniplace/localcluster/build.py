@@ -23,9 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from yuniplace.kube import versions
+
 KUBERNETES_COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-# The Kubernetes releases upstream supports, oldest first; each has controlplane/kubernetes/<minor>.mod.
-SUPPORTED_KUBERNETES = ("1.35", "1.36", "1.37")
+# Each supported Kubernetes release has controlplane/kubernetes/<minor>.mod; the newest is the default.
+SUPPORTED_KUBERNETES = versions.SUPPORTED
 DEFAULT_KUBERNETES = SUPPORTED_KUBERNETES[-1]
 PROGRESS_INTERVAL_S = 30.0
 
