@@ -44,7 +44,6 @@ def test_an_unsupported_version_names_the_supported_ones(tmp_path: Path) -> None
 def test_the_repository_pins_each_supported_version(minor: str) -> None:
     versions = build.pinned_versions(build.module_dir(), minor)
     assert versions["kubernetes"].startswith(f"v{minor}.")
-    assert build.DEFAULT_KUBERNETES == build.SUPPORTED_KUBERNETES[-1]
 
 
 def test_missing_go_is_explained(monkeypatch: pytest.MonkeyPatch) -> None:
