@@ -92,3 +92,24 @@ def test_up_with_a_bad_taint_is_refused_with_a_clear_message() -> None:
     assert result.returncode == 2
     assert "NoSchedule|PreferNoSchedule|NoExecute" in result.stderr
     assert not (state_root() / "never").exists()
+
+
+def test_a_cluster_of_another_supported_release_with_the_workload_api(cluster: Cluster) -> None:
+    """`up --kubernetes 1.35 --workload-api`: that release, serving the native gang API its gates switch on."""
+    name = f"release-{uuid.uuid4().hex[:6]}"
+    up = run("up", "--name", name, "--nodes", "1", "--kubernetes", "1.35", "--workload-api")
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "Kubernetes v1.35." in up.stderr and "GangScheduling=true" in up.stderr
+        env_lines = run("env", "--name", name).stdout
+        assert '"minor": "35"' in shell(env_lines, "kubectl version -o json")
+        assert "workloads" in shell(env_lines, "kubectl api-resources --api-group=scheduling.k8s.io -o name")
+    finally:
+        run("down", "--name", name)
+
+
+def test_an_unsupported_release_is_refused_with_the_supported_ones() -> None:
+    refused = run("up", "--name", "never", "--kubernetes", "1.34")
+    assert refused.returncode == 2
+    assert "argument --kubernetes: invalid choice: '1.34'" in refused.stderr
+    assert all(version in refused.stderr.rpartition("choose from")[2] for version in ("1.35", "1.36", "1.37"))
