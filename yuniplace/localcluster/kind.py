@@ -18,6 +18,10 @@ from yuniplace.localcluster.kindimage import KindImages, ensure_all, tools
 CREATE_TIMEOUT_S = 600.0
 NODES_READY_S = 180.0
 FREEZER = Path("/sys/fs/cgroup/freezer")  # cgroup v1 only; absent on cgroup v2 hosts
+# Since Kubernetes 1.35 the kubelet refuses to start on a cgroup v1 host unless its configuration says
+# failCgroupV1: false; kind's kubeadm configuration does not, so every cluster is created with this
+# patch (a no-op on cgroup v2 hosts). examples/kind-cluster.yaml carries the same for the README.
+KUBELET_PATCH = "kind: KubeletConfiguration\nfailCgroupV1: false\n"
 
 
 class KindError(RuntimeError):
@@ -83,7 +87,16 @@ class KindCluster:
         directory.mkdir(parents=True, exist_ok=True)
         config = directory / "kind.yaml"
         nodes = [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)]
-        config.write_text(yaml.safe_dump({"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "nodes": nodes}))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "kind": "Cluster",
+                    "apiVersion": "kind.x-k8s.io/v1alpha4",
+                    "kubeadmConfigPatches": [KUBELET_PATCH],
+                    "nodes": nodes,
+                }
+            )
+        )
         started = time.monotonic()
         self.kind(
             "create",

@@ -51,11 +51,12 @@ DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("YUNIPLACE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 INPUTS_LABEL = "io.yuniplace.inputs"
 YUNIPLACE_IMAGE = "yuniplace:dev"
-# Tags kubeadm v1.34 and the chart expect (kubeadm's constants: pause 3.10.1, etcd 3.6.5-0, CoreDNS
-# v1.12.1); the chart's placeholders default to pause 3.10.
-PAUSE_TAGS = ("registry.k8s.io/pause:3.10.1", "registry.k8s.io/pause:3.10")
-ETCD_TAG = "registry.k8s.io/etcd:3.6.5-0"
-COREDNS_TAG = "registry.k8s.io/coredns/coredns:v1.12.1"
+# Tags kubeadm v1.37 and the chart expect (kubeadm's constants: pause 3.10.2, etcd 3.7.0-0, CoreDNS
+# v1.14.6); the chart's placeholders default to pause 3.10. The etcd image holds the control plane's
+# etcd (go.etcd.io/etcd/server/v3 v3.7.0 in controlplane/kubernetes/1.37.mod).
+PAUSE_TAGS = ("registry.k8s.io/pause:3.10.2", "registry.k8s.io/pause:3.10")
+ETCD_TAG = "registry.k8s.io/etcd:3.7.0-0"
+COREDNS_TAG = "registry.k8s.io/coredns/coredns:v1.14.6"
 
 # Root filesystems, by name: Debian packages beyond debootstrap's minbase.
 ROOTFS_PACKAGES = {
