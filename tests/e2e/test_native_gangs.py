@@ -20,7 +20,8 @@ import pytest
 from tests.e2e.conftest import kubernetes_version, skip_without_go
 from tests.e2e.support import Cluster, ControllerProcess, NamespaceRecorder, events_for, gang_pod, is_bound, make_pod
 from tests.e2e.test_queues import configured, put_queues, queues_yaml, waiting
-from yuniplace.gang import keys
+from yuniplace.controller.podgroups import served_native_version
+from yuniplace.gang import keys, native
 from yuniplace.localcluster import LocalCluster, NodePool, wait_until
 from yuniplace.localcluster.components import Features
 
@@ -69,45 +70,24 @@ def native_controller(
     assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
 
 
+def served(cluster: Cluster) -> native.ServedVersion:
+    version = served_native_version(cluster.client)
+    assert version is not None, "the cluster serves no version of the Workload API yuniplace reads"
+    return version
+
+
 def native_group(cluster: Cluster, namespace: str, name: str, min_count: int) -> Callable[[Pod], Pod]:
-    """Create a native pod group of `min_count` (as the cluster's version of the API has it); return what
-    makes a pod one of its members."""
-    version = kubernetes_version()
-    gang = {"gang": {"minCount": min_count}}
-    if version == "1.35":
-        api = "/apis/scheduling.k8s.io/v1alpha1"
-        workload = {"metadata": {"name": name}, "spec": {"podGroups": [{"name": "workers", "policy": gang}]}}
-        cluster.client.create(f"{api}/namespaces/{namespace}/workloads", workload)
-
-        def member(pod: Pod) -> Pod:
-            pod["spec"]["workloadRef"] = {"name": name, "podGroup": "workers"}
-            return pod
-
-        return member
-    if version == "1.36":
-        api = "/apis/scheduling.k8s.io/v1alpha2"
-        template = {"name": "workers", "schedulingPolicy": gang}
-        cluster.client.create(
-            f"{api}/namespaces/{namespace}/workloads",
-            {"metadata": {"name": name}, "spec": {"podGroupTemplates": [template]}},
-        )
-        ref = {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}}
-        spec: dict[str, Any] = {"podGroupTemplateRef": ref, "schedulingPolicy": gang}
-    else:
-        api = "/apis/scheduling.k8s.io/v1beta1"
-        spec = {"schedulingPolicy": gang}
-    cluster.client.create(f"{api}/namespaces/{namespace}/podgroups", {"metadata": {"name": name}, "spec": spec})
+    """Create a native pod group of `min_count` as the cluster's version of the API has it (1.35: a
+    Workload; 1.36: a Workload and a PodGroup; 1.37: a PodGroup); return what makes a pod its member."""
+    version = served(cluster)
+    for resource, body in native.manifests(version, name, min_count):
+        cluster.client.create(f"{version.api}/namespaces/{namespace}/{resource}", body)
 
     def member(pod: Pod) -> Pod:
-        pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+        pod["spec"].update(native.member_spec(version, name))
         return pod
 
     return member
-
-
-def native_app_id(name: str) -> str:
-    """The application a native pod group is, as yuniplace names it."""
-    return f"{name}/workers" if kubernetes_version() == "1.35" else name
 
 
 def bound(cluster: Cluster, namespace: str, names: list[str]) -> list[Pod]:
@@ -167,7 +147,7 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
             cluster.create_pod(namespace, pod)
         note = waiting(cluster, namespace, "late", "root.shared")
         rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
-        native_row = rows[native_app_id("trainer")]
+        native_row = rows[native.app_id(served(cluster), "trainer")]
         assert native_row["state"] == "Running", native_row
         assert native_row["groups"] == [{"name": "members", "reserved": 4, "required": 4}], native_row
         native_events = [e["message"] for e in events_for(cluster, namespace, "NativeGang")]
@@ -178,7 +158,7 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
         bound(cluster, namespace, ["late-0", "late-1"])
 
         gated = {name: sorted(recorder.gates_seen[name]) for name in trainers if recorder.gates_seen[name]}
-        native_placeholders = recorder.placeholders_of(native_app_id("trainer"))
+        native_placeholders = recorder.placeholders_of(native.app_id(served(cluster), "trainer"))
         spark_placeholders = recorder.placeholders_of("spark")
     assert not gated, f"native pods were gated: {gated}"
     assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
@@ -198,10 +178,7 @@ def test_a_pod_naming_a_missing_native_group_is_told_and_never_held(
     cluster, namespace = native_cluster, native_namespace
     version = kubernetes_version()
     pod = make_pod("orphan", cpu="1", memory="1Gi")
-    if version == "1.35":
-        pod["spec"]["workloadRef"] = {"name": "nowhere", "podGroup": "workers"}
-    else:
-        pod["spec"]["schedulingGroup"] = {"podGroupName": "nowhere"}
+    pod["spec"].update(native.member_spec(served(cluster), "nowhere"))
     cluster.create_pod(namespace, pod)
 
     def told() -> str | None:

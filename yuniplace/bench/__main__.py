@@ -16,6 +16,7 @@ from typing import Any
 
 from yuniplace.bench import controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
+from yuniplace.controller.podgroups import served_native_version
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
     DEFAULT_KUBERNETES,
@@ -26,6 +27,7 @@ from yuniplace.localcluster.build import (
     pinned_versions,
 )
 from yuniplace.localcluster.cluster import ClusterError
+from yuniplace.localcluster.components import Features
 
 SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale")
 
@@ -131,9 +133,11 @@ def run_all(
     binaries = ensure_built(kubernetes, quiet=True)
     if {"gang-size", "arrivals", "cost"} & set(chosen):
         cluster = LocalCluster("bench")
+        # With the Workload API on, scenario 1 also measures kube-scheduler's own gang plugin.
         cluster.up(
             [NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)],
             binaries=binaries,
+            features=Features.workload_api(kubernetes),
             timeout_s=max(90.0, sizes.nodes * 0.3),
         )
         try:
@@ -143,7 +147,13 @@ def run_all(
                 gang_rows: list[dict[str, Any]] = []
                 if "gang-size" in chosen or "cost" in chosen:
                     progress(f"1. gang sizes {sizes.gang_sizes} on {sizes.nodes} nodes, {sizes.repeats} repeat(s)")
-                    gang_rows = scenarios.gang_sizes(cluster, controller, sizes.gang_sizes, sizes.repeats)
+                    gang_rows = scenarios.gang_sizes(
+                        cluster,
+                        controller,
+                        sizes.gang_sizes,
+                        sizes.repeats,
+                        served_native_version(cluster.client()),
+                    )
                     results.append(
                         {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}
                     )

@@ -48,6 +48,10 @@ def gang_size_table(result: dict[str, Any]) -> str:
     if peer:
         header += " YuniKorn, s | yuniplace / YuniKorn |"
         rule += " ---: | ---: |"
+    native = all("native_s" in row for row in result["rows"])
+    if native:
+        header += " kube-scheduler's gang plugin, s | gang plugin / plain |"
+        rule += " ---: | ---: |"
     header += " pod writes / member | event writes / member | controller CPU, s |"
     rule += " ---: | ---: | ---: |"
     lines = [
@@ -60,13 +64,21 @@ def gang_size_table(result: dict[str, Any]) -> str:
         line = f"| {row['members']} | {row['baseline_s']} | {row['yuniplace_s']} | {row['ratio']} |"
         if peer:
             line += f" {row['yunikorn_s']} | {row['yuniplace_s'] / row['yunikorn_s']:.2f} |"
+        if native:
+            line += f" {row['native_s']} | {row['native_s'] / row['baseline_s']:.2f} |"
         line += f" {row['pod_writes_per_member']} | {row['event_writes_per_member']} | {row['controller_cpu_s']} |"
         lines.append(line)
     lines += [
         "",
         "Time from the first real pod's creation to all M bound; the baseline binds the same pods, ungated, "
         "with no controller involved"
-        + ("; YuniKorn's scheduler schedules the same gang with its own annotations." if peer else "."),
+        + ("; YuniKorn's scheduler schedules the same gang with its own annotations" if peer else "")
+        + (
+            "; kube-scheduler's own gang plugin binds the same pods as one native pod group (the Workload API), "
+            "which yuniplace only watches."
+            if native
+            else "."
+        ),
     ]
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,7 @@ from yuniplace.bench.subjects import (
     yunikorn_gang,
 )
 from yuniplace.bench.workload import create_pods
-from yuniplace.gang import keys
+from yuniplace.gang import keys, native
 from yuniplace.localcluster import LocalCluster, wait_until
 
 Pods = list[dict[str, Any]]
@@ -33,13 +33,21 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
 
 
 def time_to_bound(
-    cluster: LocalCluster, namespace: str, pods: Pods, timeout_s: float, settle: Callable[[], None] | None = None
+    cluster: LocalCluster,
+    namespace: str,
+    pods: Pods,
+    timeout_s: float,
+    settle: Callable[[], None] | None = None,
+    objects: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> float:
-    """Seconds from the first pod's creation to the last one bound (all created at once). `settle`
-    runs before the namespace is deleted (e.g. to let the controller post its last events)."""
+    """Seconds from the first pod's creation to the last one bound (all created at once). `objects`
+    (API path under the namespace, object) are created first, untimed; `settle` runs before the
+    namespace is deleted (e.g. to let the controller post its last events)."""
     client = cluster.client()
     cluster.create_namespace(namespace)
     try:
+        for path, body in objects:
+            client.create(path.format(namespace=namespace), body)
         with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
             started = time.monotonic()
             create_pods(client, namespace, pods)
@@ -51,13 +59,31 @@ def time_to_bound(
         delete_namespace(cluster, namespace)
 
 
+def native_gang(served: native.ServedVersion, name: str, members: int) -> tuple[list[tuple[str, Any]], Pods]:
+    """A gang of Kubernetes' own (the Workload API): its pod group's objects and its M plain pods."""
+    objects = [
+        (f"{served.api}/namespaces/{{namespace}}/{resource}", body)
+        for resource, body in native.manifests(served, name, members)
+    ]
+    pods = plain(name, members)
+    for pod in pods:
+        pod["spec"].update(native.member_spec(served, name))
+    return objects, pods
+
+
 def gang_sizes(
-    cluster: LocalCluster, controller: ControllerUnderTest, sizes: Sequence[int], repeats: int
+    cluster: LocalCluster,
+    controller: ControllerUnderTest,
+    sizes: Sequence[int],
+    repeats: int,
+    served: native.ServedVersion | None = None,
 ) -> list[dict[str, Any]]:
-    """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times."""
+    """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times; and,
+    where the cluster serves the Workload API (`served`), the same M pods as a gang of kube-scheduler's
+    own gang plugin, which yuniplace only watches."""
     rows = []
     for members in sizes:
-        baseline, yuniplace, writes, cpu = [], [], [], []
+        baseline, yuniplace, writes, cpu, native_s = [], [], [], [], []
         peak_rss = 0
         timeout_s = max(120.0, members * 0.5)
         for attempt in range(repeats):
@@ -82,6 +108,10 @@ def gang_sizes(
                 )
             cpu.append(controller.cpu_seconds() - cpu_before)
             peak_rss = max(peak_rss, rss.peak_total)
+            if served is not None:
+                name = f"native-{members}-{attempt}"
+                objects, pods = native_gang(served, name, members)
+                native_s.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects))
             after = controller.writes()
             delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
             writes.append((delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0)))
@@ -97,6 +127,9 @@ def gang_sizes(
             "controller_peak_rss_mib": round(peak_rss / 2**20),
         }
         row["ratio"] = round(row["yuniplace_s"] / row["baseline_s"], 2)
+        if native_s:
+            row["native_s"] = round(statistics.median(native_s), 2)
+            row["runs_native_s"] = [round(x, 2) for x in native_s]
         rows.append(row)
     return rows
 

@@ -118,3 +118,39 @@ def lookup(groups: Mapping[str, NativeGroup], name: str) -> NativeGroup | None:
     if found is None and name.count("/") == 2:
         found = groups.get(name.rsplit("/", 1)[0])
     return found
+
+
+def manifests(served: ServedVersion, name: str, min_count: int) -> list[tuple[str, dict[str, Any]]]:
+    """The objects that make a native gang `name` of `min_count` in this version of the API, as
+    (resource, object) to create in its namespace in that order: a Workload of one pod group "workers"
+    (v1alpha1), a Workload and the PodGroup made from its template (v1alpha2), or a PodGroup alone."""
+    gang = {"gang": {"minCount": min_count}}
+    api_version = f"{GROUP}/{served.version}"
+    if served.resource == "workloads":
+        spec: dict[str, Any] = {"podGroups": [{"name": "workers", "policy": gang}]}
+        return [
+            ("workloads", {"apiVersion": api_version, "kind": "Workload", "metadata": {"name": name}, "spec": spec})
+        ]
+    objects: list[tuple[str, dict[str, Any]]] = []
+    pod_group: dict[str, Any] = {"schedulingPolicy": gang}
+    if served.version == "v1alpha2":
+        template = {"name": "workers", "schedulingPolicy": gang}
+        workload = {"podGroupTemplates": [template]}
+        objects.append(
+            ("workloads", {"apiVersion": api_version, "kind": "Workload", "metadata": {"name": name}, "spec": workload})
+        )
+        pod_group["podGroupTemplateRef"] = {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}}
+    pod_group_object = {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name}, "spec": pod_group}
+    return [*objects, ("podgroups", pod_group_object)]
+
+
+def member_spec(served: ServedVersion, name: str) -> dict[str, Any]:
+    """The pod spec fields that make a pod a member of the native gang `manifests` made."""
+    if served.resource == "workloads":
+        return {"workloadRef": {"name": name, "podGroup": "workers"}}
+    return {"schedulingGroup": {"podGroupName": name}}
+
+
+def app_id(served: ServedVersion, name: str) -> str:
+    """The application yuniplace sees in the native gang `manifests` made."""
+    return f"{name}/workers" if served.resource == "workloads" else name
