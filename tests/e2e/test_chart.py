@@ -50,6 +50,8 @@ CONTROLLER_RULES = {
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
     ("scheduling.volcano.sh", "podgroups"): {"list", "watch", "patch"},
     ("scheduling.volcano.sh", "podgroups/status"): {"patch"},
+    ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
+    ("scheduling.k8s.io", "workloads"): {"list", "watch"},
 }
 # Admission reads, in every namespace, what each node has and what runs on it, and Volcano's
 # (cluster-scoped) Queues; nothing else.

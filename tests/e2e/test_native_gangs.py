@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,20 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import kubernetes_version, skip_without_go
-from tests.e2e.support import Cluster, ControllerProcess, NamespaceRecorder, events_for, gang_pod, is_bound, make_pod
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    NamespaceRecorder,
+    events_for,
+    free_port,
+    gang_pod,
+    is_bound,
+    make_pod,
+)
 from tests.e2e.test_queues import configured, put_queues, queues_yaml, waiting
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys, native
-from yuniplace.localcluster import LocalCluster, NodePool, wait_until
+from yuniplace.localcluster import LocalCluster, NodePool, chartinstall, wait_until
 from yuniplace.localcluster.components import Features
 
 pytestmark = pytest.mark.every_version
@@ -57,16 +67,36 @@ def native_namespace(native_cluster: Cluster, request: pytest.FixtureRequest) ->
 
 
 @pytest.fixture
-def native_controller(
-    native_cluster: Cluster, native_namespace: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[ControllerProcess]:
-    """A controller of every namespace (as the chart installs it) with the namespace's queues."""
-    process = ControllerProcess(
-        [f"--kubeconfig={native_cluster.kubeconfig}", f"--queues-configmap={native_namespace}/queues"], tmp_path
+def native_controller(native_cluster: Cluster, native_namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
+    """yuniplace installed by its chart (its RBAC, its webhook, which the apiserver calls for the test's
+    namespace) and run with the chart's ServiceAccount, managing every namespace with the test's queues."""
+    system = f"{native_namespace[:40]}-system"
+    native_cluster.local.create_namespace(system)
+    port = free_port()
+    installation = chartinstall.install(
+        native_cluster.local,
+        release=f"yp-{uuid.uuid4().hex[:6]}",
+        namespace=system,
+        webhook_port=port,
+        workdir=tmp_path,
+        values={
+            r"webhook.namespaceSelector.matchLabels.kubernetes\.io/metadata\.name": native_namespace,
+            "queues.configMap": "queues",
+            "queues.configMapNamespace": native_namespace,
+        },
     )
-    process.start()
-    yield process
-    code = process.stop()
+    process = ControllerProcess(
+        [*installation.controller_args(f"127.0.0.1:{port}"), f"--queues-configmap={native_namespace}/queues"],
+        tmp_path,
+    )
+    try:
+        process.start()
+        wait_until(lambda: "became leader" in process.log_path.read_text(), WAIT_S)
+        yield process
+    finally:
+        code = process.stop()
+        chartinstall.uninstall(native_cluster.local, installation)
+        native_cluster.client.delete(f"/api/v1/namespaces/{system}")
     assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
 
 
@@ -116,9 +146,10 @@ def status(cluster: Cluster, *args: str) -> Any:
 def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once(
     native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
 ) -> None:
-    """Queue root.shared may hold 8 CPUs. A native pod group of 4 × 1 CPU starts whole through
+    """Queue root.shared may hold 8 CPUs; yuniplace runs as its chart installs it (RBAC, webhook). A
+    native pod group of 4 × 1 CPU, whose pods also carry YuniKorn's annotations, starts whole through
     kube-scheduler's gang plugin, never gated nor placeheld; a YuniKorn gang of 4 × 1 CPU in the same
-    queue is reserved by placeholders and swapped in. A third gang of 2 then waits for the queue's max,
+    queue is gated by the webhook, reserved by placeholders and swapped in. A third gang of 2 then waits for the queue's max,
     which the native gang counts against although the cluster has 8 CPUs free, and starts once the
     native gang is gone."""
     cluster, namespace = native_cluster, native_namespace
@@ -127,22 +158,25 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
     with NamespaceRecorder(cluster.client, namespace) as recorder:
         member = native_group(cluster, namespace, "trainer", 4)
         trainers = [f"trainer-{i}" for i in range(4)]
+        groups = [{"name": "workers", "minMember": 4, "minResource": {"cpu": "1", "memory": "1Gi"}}]
         for name in trainers:
-            pod = member(make_pod(name, cpu="1", memory="1Gi", labels=dict(QUEUE)))
+            # YuniKorn's annotations too, as a team moving over might leave them: the webhook is called for
+            # such a pod, and must neither gate it nor let yuniplace reserve it a second time.
+            pod = member(gang_pod(name, "trainer", "workers", task_groups=groups, cpu="1", memory="1Gi", gated=False))
+            pod["metadata"]["labels"].update(QUEUE)
             cluster.create_pod(namespace, pod)
         bound(cluster, namespace, trainers)
 
-        groups = [{"name": "workers", "minMember": 4, "minResource": {"cpu": "1", "memory": "1Gi"}}]
         spark = [f"spark-{i}" for i in range(4)]
-        for name in spark:
-            pod = gang_pod(name, "spark", "workers", task_groups=groups, cpu="1", memory="1Gi")
+        for name in spark:  # created ungated: the chart's webhook gates them
+            pod = gang_pod(name, "spark", "workers", task_groups=groups, cpu="1", memory="1Gi", gated=False)
             pod["metadata"]["labels"].update(QUEUE)
             cluster.create_pod(namespace, pod)
         bound(cluster, namespace, spark)
 
         late_groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}]
         for name in ("late-0", "late-1"):
-            pod = gang_pod(name, "late", "workers", task_groups=late_groups, cpu="1", memory="1Gi")
+            pod = gang_pod(name, "late", "workers", task_groups=late_groups, cpu="1", memory="1Gi", gated=False)
             pod["metadata"]["labels"].update(QUEUE)
             cluster.create_pod(namespace, pod)
         note = waiting(cluster, namespace, "late", "root.shared")
@@ -158,9 +192,12 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
         bound(cluster, namespace, ["late-0", "late-1"])
 
         gated = {name: sorted(recorder.gates_seen[name]) for name in trainers if recorder.gates_seen[name]}
+        spark_gates = {name: sorted(recorder.gates_seen[name]) for name in spark}
         native_placeholders = recorder.placeholders_of(native.app_id(served(cluster), "trainer"))
+        native_placeholders.update(recorder.placeholders_of("trainer"))
         spark_placeholders = recorder.placeholders_of("spark")
     assert not gated, f"native pods were gated: {gated}"
+    assert all(gates == [keys.GATE] for gates in spark_gates.values()), spark_gates  # once, by the webhook
     assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
     # One placeholder a member of the YuniKorn gang, each created once.
     assert sorted(len(uids) for uids in spark_placeholders.values()) == [1, 1, 1, 1], spark_placeholders
