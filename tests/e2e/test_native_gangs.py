@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from tests.e2e.support import (
     Cluster,
     ControllerProcess,
     NamespaceRecorder,
+    chart_installed,
     events_for,
-    free_port,
     gang_pod,
     is_bound,
     make_pod,
@@ -32,7 +31,7 @@ from tests.e2e.support import (
 from tests.e2e.test_queues import configured, put_queues, queues_yaml, waiting
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys, native
-from yuniplace.localcluster import LocalCluster, NodePool, chartinstall, wait_until
+from yuniplace.localcluster import LocalCluster, NodePool, wait_until
 from yuniplace.localcluster.components import Features
 
 pytestmark = pytest.mark.every_version
@@ -70,34 +69,14 @@ def native_namespace(native_cluster: Cluster, request: pytest.FixtureRequest) ->
 def native_controller(native_cluster: Cluster, native_namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
     """yuniplace installed by its chart (its RBAC, its webhook, which the apiserver calls for the test's
     namespace) and run with the chart's ServiceAccount, managing every namespace with the test's queues."""
-    system = f"{native_namespace[:40]}-system"
-    native_cluster.local.create_namespace(system)
-    port = free_port()
-    installation = chartinstall.install(
-        native_cluster.local,
-        release=f"yp-{uuid.uuid4().hex[:6]}",
-        namespace=system,
-        webhook_port=port,
-        workdir=tmp_path,
-        values={
-            r"webhook.namespaceSelector.matchLabels.kubernetes\.io/metadata\.name": native_namespace,
-            "queues.configMap": "queues",
-            "queues.configMapNamespace": native_namespace,
-        },
-    )
-    process = ControllerProcess(
-        [*installation.controller_args(f"127.0.0.1:{port}"), f"--queues-configmap={native_namespace}/queues"],
-        tmp_path,
-    )
-    try:
-        process.start()
-        wait_until(lambda: "became leader" in process.log_path.read_text(), WAIT_S)
-        yield process
-    finally:
-        code = process.stop()
-        chartinstall.uninstall(native_cluster.local, installation)
-        native_cluster.client.delete(f"/api/v1/namespaces/{system}")
-    assert code == 0, f"controller exited with {code} on SIGTERM:\n{process.log()}"
+    queues = {
+        "queues.configMap": "queues",
+        "queues.configMapNamespace": native_namespace,
+        "extraArgs[0]": f"--queues-configmap={native_namespace}/queues",
+    }
+    with chart_installed(native_cluster, native_namespace, tmp_path, queues) as controller:
+        wait_until(lambda: "became leader" in controller.log_path.read_text(), WAIT_S)
+        yield controller
 
 
 def served(cluster: Cluster) -> native.ServedVersion:
