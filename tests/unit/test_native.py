@@ -4,17 +4,19 @@ read as a gang of their group's minimum, and reported once per change."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from yuniplace.controller.events import Reason
 from yuniplace.controller.observe import observe, observed_state
+from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys, native
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import Dialect, dialect_of, ignored_dialect
 from yuniplace.gang.state import AppState
+from yuniplace.kube import KubeClient, NotFound
 from yuniplace.webhook.admission import is_gang_pod, mutate
 
 GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
@@ -146,3 +148,56 @@ def test_an_event_only_when_where_it_stands_changes_and_nothing_written() -> Non
     missing, problem = observe(app_of([member("w-0", **GROUP_REF)], None), None, None)
     assert [(e.reason, e.kind) for e in missing.events] == [(Reason.TASK_GROUPS_ERROR, "Warning")]
     assert not observe(app_of([member("w-0", **GROUP_REF)], None), problem, None)[0].events
+
+
+class Discovery:
+    """A client answering API discovery only: `served` maps a path to the versions of a group or the
+    resources of a group version; other paths are not served."""
+
+    def __init__(self, served: dict[str, list[str]]) -> None:
+        self.served = served
+
+    def get(self, path: str, **_: Any) -> dict[str, Any]:
+        if path not in self.served:
+            raise NotFound(404, "NotFound", f"{path} not found")
+        if path.count("/") == 2:  # /apis/<group>: its versions
+            return {"versions": [{"version": v} for v in self.served[path]]}
+        return {"resources": [{"name": name} for name in self.served[path]]}
+
+
+GROUP_PATH = "/apis/scheduling.k8s.io"
+
+
+@pytest.mark.parametrize(
+    ("served", "read"),
+    [
+        # 1.37 with the API on: the beta wins over the alpha served beside it.
+        (
+            {
+                GROUP_PATH: ["v1", "v1beta1", "v1alpha3"],
+                f"{GROUP_PATH}/v1": ["priorityclasses"],
+                f"{GROUP_PATH}/v1beta1": ["workloads", "podgroups", "podgroups/status"],
+                f"{GROUP_PATH}/v1alpha3": ["workloads", "podgroups"],
+            },
+            ("v1beta1", "podgroups"),
+        ),
+        # 1.35: Workloads only, which its pods point at.
+        ({GROUP_PATH: ["v1", "v1alpha1"], f"{GROUP_PATH}/v1alpha1": ["workloads"]}, ("v1alpha1", "workloads")),
+        # The gates off: PriorityClasses only.
+        ({GROUP_PATH: ["v1"], f"{GROUP_PATH}/v1": ["priorityclasses"]}, None),
+    ],
+)
+def test_the_newest_served_version_yuniplace_reads_is_watched(
+    served: dict[str, list[str]], read: tuple[str, str] | None
+) -> None:
+    found = served_native_version(cast(KubeClient, Discovery(served)))
+    assert (None if found is None else (found.version, found.resource)) == read
+
+
+def test_a_version_yuniplace_does_not_know_is_named_and_left_to_kube_scheduler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    served = {GROUP_PATH: ["v1", "v2alpha1"], f"{GROUP_PATH}/v2alpha1": ["podgroups"], f"{GROUP_PATH}/v1": []}
+    assert served_native_version(cast(KubeClient, Discovery(served))) is None
+    assert "scheduling.k8s.io/v2alpha1, a version yuniplace does not read" in caplog.text
+    assert "left to kube-scheduler" in caplog.text
