@@ -16,7 +16,7 @@ from typing import Any
 
 from yuniplace.bench import controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
-from yuniplace.controller.podgroups import served_native_version
+from yuniplace.gang import native
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
     DEFAULT_KUBERNETES,
@@ -134,10 +134,11 @@ def run_all(
     if {"gang-size", "arrivals", "cost"} & set(chosen):
         cluster = LocalCluster("bench")
         # With the Workload API on, scenario 1 also measures kube-scheduler's own gang plugin.
+        workload_api = Features.workload_api(kubernetes)
         cluster.up(
             [NodePool(count=sizes.nodes, cpu="32", memory="256Gi", pods=110)],
             binaries=binaries,
-            features=Features.workload_api(kubernetes),
+            features=workload_api,
             timeout_s=max(90.0, sizes.nodes * 0.3),
         )
         try:
@@ -152,7 +153,7 @@ def run_all(
                         controller,
                         sizes.gang_sizes,
                         sizes.repeats,
-                        served_native_version(cluster.client()),
+                        native.version_named(workload_api.apis[0]),
                     )
                     results.append(
                         {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}

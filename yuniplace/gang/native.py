@@ -43,6 +43,11 @@ KNOWN_VERSIONS = (
 )
 
 
+def version_named(api_version: str) -> ServedVersion | None:
+    """The known version an API version string names ("scheduling.k8s.io/v1beta1"), if any."""
+    return next((v for v in KNOWN_VERSIONS if f"{GROUP}/{v.version}" == api_version), None)
+
+
 @dataclass(frozen=True)
 class NativeGroup:
     """A native pod group as yuniplace reads it, whichever object describes it."""
