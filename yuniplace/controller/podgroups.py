@@ -11,7 +11,7 @@ from typing import Any
 
 from yuniplace.gang import native
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, pod_group_dialect
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, is_native_gang, pod_group_dialect
 from yuniplace.kube import KubeClient
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
@@ -188,7 +188,7 @@ class PodGroups:
 
     def get(self, key: p.AppKey) -> PodGroup | None:
         pods = self._pods_of(key)
-        if any(dialect_of(pod) == Dialect.NATIVE for pod in pods[:1]):
+        if is_native_gang(pods):
             return self.native.get(key)
         dialect = pod_group_dialect(pods)
         return None if dialect is None else self.watches[dialect].get(key)

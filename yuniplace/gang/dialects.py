@@ -87,6 +87,12 @@ def _written_dialect(pod: Mapping[str, Any]) -> Dialect | None:
     return None
 
 
+def is_native_gang(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an application's pods form a gang of Kubernetes' own: its pods share the pod group that
+    makes them one application, so its first pod tells (a pod naming another is another application)."""
+    return bool(pods) and dialect_of(pods[0]) == Dialect.NATIVE
+
+
 def pod_group_dialect(pods: Iterable[Mapping[str, Any]]) -> Dialect | None:
     """Which PodGroup API describes the gang of an application's pods (its first member's dialect),
     if any: a scheduler-plugins and a Volcano PodGroup may share a name, and only the one its pods

@@ -17,7 +17,7 @@ from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys, native
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, pod_group_dialect
+from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, is_native_gang, pod_group_dialect
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.tools import queuestatus
@@ -174,7 +174,7 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
     native_groups = _native_groups(client, namespace) if any(dialect_of(pod) == Dialect.NATIVE for pod in pods) else {}
 
     def pod_group(key: p.AppKey, pods: list[p.Pod]) -> dict[str, Any] | None:
-        if any(dialect_of(pod) == Dialect.NATIVE for pod in pods):
+        if is_native_gang(pods):
             found = native.lookup(native_groups.get(key.namespace, {}), key.app_id)
             return None if found is None else found.as_object()
         dialect = pod_group_dialect(pods)
