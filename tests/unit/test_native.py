@@ -150,6 +150,12 @@ def test_an_event_only_when_where_it_stands_changes_and_nothing_written() -> Non
     assert not observe(app_of([member("w-0", **GROUP_REF)], None), problem, None)[0].events
 
 
+def test_nothing_is_said_of_a_gang_whose_api_version_is_not_read() -> None:
+    """A cluster serving only a version yuniplace does not know: a group not read is not a missing one."""
+    plan, _ = observe(app_of([member("w-0", **GROUP_REF)], None), None, None, watched=False)
+    assert not plan.events and plan.writes() == 0
+
+
 class Discovery:
     """A client answering API discovery only: `served` maps a path to the versions of a group or the
     resources of a group version; other paths are not served."""

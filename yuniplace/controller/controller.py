@@ -240,7 +240,7 @@ class Controller:
         queue = placed or (app.queue if app.originator is not None else None)
         with self._lock:
             announced = self._announced_native.get(key)
-        plan, headline = observe(app, announced, queue)
+        plan, headline = observe(app, announced, queue, watched=self.pod_groups.native.version is not None)
         self._executor.apply(plan)
         with self._lock:
             if plan.forget:

@@ -28,13 +28,15 @@ def observed_state(app: Application) -> AppState:
     return AppState.PENDING
 
 
-def observe(app: Application, announced: str | None, queue: str | None) -> tuple[Plan, str]:
+def observe(app: Application, announced: str | None, queue: str | None, *, watched: bool = True) -> tuple[Plan, str]:
     """The plan for a native gang (events only), and the headline it stands at, which the caller keeps:
-    an event is posted only when the headline differs from the one `announced` last."""
+    an event is posted only when the headline differs from the one `announced` last. Where the cluster
+    serves no version of the API yuniplace reads (`watched` False, said in the log at start), its groups
+    are unknown, so nothing is said of them: a missing group could not be told from an unread one."""
     state = observed_state(app)
     plan = Plan(app.key, state, app.originator, spec=app.spec, current=state, forget=state == AppState.COMPLETED)
     originator = app.originator
-    if originator is None or state == AppState.COMPLETED:
+    if originator is None or state == AppState.COMPLETED or not watched:
         return plan, state.value
     if app.problem is not None:
         headline = f"problem: {app.problem}"
