@@ -453,10 +453,12 @@ def test_contention_every_member_ends_bound(
     rate = landed_rate(cluster, namespace, recorder, executors)
     record_property("landed_rate", rate)
     version = cluster.client.get("/version")["gitVersion"]
-    print(
-        f"\nKubernetes {version}: {len(executors)} members swapped under a flood of {len(flood)} pods, "
+    figure = (
+        f"Kubernetes {version}: {len(executors)} members swapped under a flood of {len(flood)} pods, "
         f"{round(rate * len(executors))} landed on their reserved node"
     )
+    record_property("figure", figure)
+    print(f"\n{figure}")
     assert rate == 1.0, f"on Kubernetes {version} only {rate:.0%} of the members landed on their reserved node"
 
     def flood_bound() -> int:

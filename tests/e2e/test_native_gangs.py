@@ -123,7 +123,10 @@ def status(cluster: Cluster, *args: str) -> Any:
 
 
 def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once(
-    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+    native_cluster: Cluster,
+    native_namespace: str,
+    native_controller: ControllerProcess,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Queue root.shared may hold 8 CPUs; yuniplace runs as its chart installs it (RBAC, webhook). A
     native pod group of 4 × 1 CPU, whose pods also carry YuniKorn's annotations, starts whole through
@@ -180,10 +183,12 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
     assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
     # One placeholder a member of the YuniKorn gang, each created once.
     assert sorted(len(uids) for uids in spark_placeholders.values()) == [1, 1, 1, 1], spark_placeholders
-    print(
-        f"\nKubernetes {kubernetes_version()}: native gang of 4 started whole by kube-scheduler (never gated, no "
+    figure = (
+        f"Kubernetes {kubernetes_version()}: native gang of 4 started whole by kube-scheduler (never gated, no "
         f"placeholder); YuniKorn gang of 4 through 4 placeholders, each created once; the late gang waited: {note}"
     )
+    record_property("figure", figure)
+    print(f"\n{figure}")
 
 
 def test_a_pod_naming_a_missing_native_group_is_told_and_never_held(
