@@ -131,7 +131,9 @@ def run(name: str) -> int:
         stream.terminate()
         stream.wait()
 
-    say("Pods: each on the node its placeholder reserved (NOMINATED NODE = NODE); no placeholder left")
+    # The API server clears a pod's nomination once it binds (Kubernetes 1.35 on): the events above say
+    # which reserved node each took.
+    say("Pods: each on the node its placeholder reserved (the PlaceholderSwapped events above); no placeholder left")
     subprocess.run([*kubectl, "-n", DEMO_NAMESPACE, "get", "pods", "-o", "wide"])
     say("yuniplace status")
     subprocess.run([python, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", DEMO_NAMESPACE])
