@@ -248,8 +248,13 @@ def other_namespace(cluster: Cluster, namespace: str) -> Iterator[str]:
 
 @pytest.mark.parametrize(
     "values",
-    [{}, {"metrics.serviceMonitor.enabled": "true"}, {"webhook.url": "https://127.0.0.1:9443"}],
-    ids=["defaults", "service-monitor", "webhook-url"],
+    [
+        {},
+        {"metrics.serviceMonitor.enabled": "true"},
+        {"metrics.grafanaDashboard.enabled": "true"},
+        {"webhook.url": "https://127.0.0.1:9443"},
+    ],
+    ids=["defaults", "service-monitor", "grafana-dashboard", "webhook-url"],
 )
 def test_chart_lints(cluster: Cluster, values: dict[str, str]) -> None:
     result = helm(cluster, "lint", "--strict", str(CHART), *set_flags(values))
@@ -540,6 +545,41 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
     args = container_args(plain)
     assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+
+
+def test_grafana_dashboard_configmap(cluster: Cluster, namespace: str) -> None:
+    """Off by default; on, the dashboard file as it is, in a ConfigMap the apiserver accepts, labelled
+    for Grafana's sidecar, in the namespace and with the label and annotations the values give."""
+    assert not objects(render(cluster, "yp", namespace), "ConfigMap")
+    shipped = one(render(cluster, "yp", namespace, {"metrics.grafanaDashboard.enabled": "true"}), "ConfigMap")
+    assert shipped["metadata"]["namespace"] == namespace
+    assert shipped["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads((CHART / "dashboards" / "yuniplace.json").read_text())
+    assert json.loads(shipped["data"]["yuniplace.json"]) == dashboard
+    dry_run(cluster, [shipped], namespace)
+
+    elsewhere = one(
+        render(
+            cluster,
+            "yp",
+            namespace,
+            {
+                "metrics.grafanaDashboard.enabled": "true",
+                "metrics.grafanaDashboard.namespace": "monitoring",
+                "metrics.grafanaDashboard.label": "grafana.com/dashboard",
+                "metrics.grafanaDashboard.labelValue": "true",
+                "metrics.grafanaDashboard.annotations.grafana_folder": "Scheduling",
+            },
+        ),
+        "ConfigMap",
+    )
+    assert elsewhere["metadata"]["namespace"] == "monitoring"
+    assert elsewhere["metadata"]["labels"]["grafana.com/dashboard"] == "true"
+    assert elsewhere["metadata"]["annotations"] == {"grafana_folder": "Scheduling"}
+    refused = refused_render(
+        cluster, namespace, "--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.grafanaDashboard.label="
+    )
+    assert "metrics.grafanaDashboard.label is required" in refused
 
 
 def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
