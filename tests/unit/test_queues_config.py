@@ -89,7 +89,7 @@ def test_yunikorn_static_queues_sample_loads_unchanged() -> None:
         assert (queue.guaranteed, queue.max) == (guaranteed, maximum)
         assert queue.submitters == Submitters()  # submitacl '*' on root reaches every queue below it
         assert (queue.sharing, queue.borrowing, queue.preemption, queue.reclaimable) == (True, True, True, True)
-        assert queue.ordering is Ordering.PRIORITY and queue.source == "queues.yaml"
+        assert (queue.ordering, queue.by_priority, queue.source) == (Ordering.FIFO, True, "queues.yaml")
     assert config.warnings == ()
 
 
@@ -438,8 +438,9 @@ def test_properties_map_to_switches_and_pass_down_as_in_yunikorn() -> None:
         """
     )
     q = config.queues
-    assert q["root.batch"].ordering is Ordering.FIFO  # root's application.sort.priority: disabled passes down
-    assert q["root.batch.nightly"].ordering is Ordering.PRIORITY  # YuniKorn's fifo honours priority by default
+    assert not q["root.batch"].by_priority  # root's application.sort.priority: disabled passes down
+    assert q["root.batch.nightly"].by_priority  # YuniKorn's fifo honours priority by default
+    assert (q["root.fair"].ordering, q["root.batch"].ordering) == (Ordering.FAIR, Ordering.FIFO)
     # preemption.policy disabled: its pods are never victims (YuniKorn), and it passes down; sharing and
     # the pool pass down like any property.
     assert (q["root.batch"].reclaimable, q["root.batch.nightly"].reclaimable) == (False, False)
@@ -451,7 +452,6 @@ def test_properties_map_to_switches_and_pass_down_as_in_yunikorn() -> None:
     assert q["root.fenced.inner"].reclaimable
     assert [w.split(": ", 3)[1:3] for w in config.warnings] == [
         ["root.fenced", "properties.preemption.policy"],
-        ["root.fair", "properties.application.sort.policy"],
         ["root.fair", "properties.priority.offset"],
     ]
 
@@ -546,22 +546,16 @@ def test_max_applications_follow_yunikorns_rules() -> None:
     ]
 
 
-def test_limits_node_sorting_and_quota_preemption_have_no_effect_and_say_so() -> None:
+def test_node_sorting_and_quota_preemption_have_no_effect_and_say_so() -> None:
     config = queues_yaml(
         """
         partitions:
           - nodesortpolicy: {type: binpacking}
             preemption: {quotapreemptionenabled: true}
-            limits: [{limit: all, users: ["*"], maxapplications: 5}]
-            queues: [{name: a, submitacl: "*", limits: [{users: [sue], maxresources: {memory: 1G}}]}]
+            queues: [{name: a, submitacl: "*"}]
         """
     )
-    assert [w.split(": ")[1] for w in config.warnings] == [
-        "root.a",  # its limits
-        "preemption.quotapreemptionenabled",
-        "nodesortpolicy",
-        "limits",
-    ]
+    assert [w.split(": ")[1] for w in config.warnings] == ["preemption.quotapreemptionenabled", "nodesortpolicy"]
     assert problems("partitions: [{nodesortpolicy: fair, queues: []}]") == [
         'queues.yaml: nodesortpolicy: "fair" must be a mapping: nodesortpolicy: {type: fair}'
     ]

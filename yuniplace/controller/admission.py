@@ -27,30 +27,26 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from yuniplace.controller.capacity import ClusterRoom, room_node
-from yuniplace.controller.decision import IN_FLIGHT, AdmissionRules, App, Decision, Reclaim
+from yuniplace.controller.decision import IN_FLIGHT, AdmissionRules, App, Decision, Reclaim, in_line
 from yuniplace.controller.events import Reason
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.store import PodStore
 from yuniplace.controller.tickets import Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
+from yuniplace.gang import userinfo
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import Dialect, dialect_of
 from yuniplace.gang.fit import Room
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
-from yuniplace.queues.model import QueueConfig, QueueSpec
+from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, pool_of
-from yuniplace.queues.quota import Ledger
+from yuniplace.queues.quota import NOBODY, Ledger
 from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows
 
 log = logging.getLogger(__name__)
 COALESCE_S = 0.01
 UNEVICTABLE_S = 60.0
-
-
-def _in_line(app: App) -> tuple[int, tuple[float, str]]:
-    """The order of a queue with a configuration: priority, then arrival."""
-    return -app.priority, app.arrival
 
 
 class Placing(Protocol):
@@ -223,7 +219,7 @@ class Admission:
             key,
             spec,
             state,
-            app.arrival,
+            (app.arrival[0], self._store.first_seen(key), app.arrival[1]),
             queue,
             holding,
             needing,
@@ -236,6 +232,7 @@ class Admission:
             running=bool(p.node_name(originator)),
             reserving_since=record.reservation_started,
             native=native,
+            user=userinfo.of_object(originator) or NOBODY,
         )
 
     def _apps(self, placing: Placing) -> tuple[dict[p.AppKey, App], dict[p.AppKey, Refused]]:
@@ -324,8 +321,8 @@ class Admission:
         if ledger is None:
             return None
         waiting: dict[str, list[str]] = {}
-        in_line = sorted((app for app in apps.values() if isinstance(tickets.get(app.key), Waiting)), key=_in_line)
-        for app in in_line:
+        line = self._line(config)
+        for app in sorted((app for app in apps.values() if isinstance(tickets.get(app.key), Waiting)), key=line):
             waiting.setdefault(app.queue, []).append(str(app.key))
         queue_of_pod = self._queue_of_pods(apps)
         pools = []
@@ -368,9 +365,14 @@ class Admission:
         config = placing.config
         placing.done()
         self._granted &= {k for k, a in apps.items() if a.state == AppState.PENDING and not a.backing_off}
-        # A reclaim lasts while its gang still holds its room as it did (in flight, not released).
+        # A reclaim lasts until its gang's pods have left their nodes (evicted pods may take a while to
+        # stop): until then the room is not free, and choosing another victim for it would take more
+        # than the waiting gang needs.
+        held = self._room.held()
         self._reclaiming = {
-            key: reclaim_ for key, reclaim_ in self._reclaiming.items() if key in apps and apps[key].state in IN_FLIGHT
+            key: reclaim_
+            for key, reclaim_ in self._reclaiming.items()
+            if any(p.uid(pod) in held for pod in self._store.app_pods(key))
         }
         now = self._clock()
         self._unevictable = {key: until for key, until in self._unevictable.items() if until > now}
@@ -392,7 +394,7 @@ class Admission:
             pool_usage=self._pool_usage(config, apps),
             nodes_of=lambda key: {n for pod in self._store.app_pods(key) if (n := room_node(pod)) is not None},
         )
-        for unit in decision.guarantees_first(self._units(apps, ordered=not config.empty)):
+        for unit in decision.guarantees_first(self._units(apps, config)):
             try:
                 decision.decide(unit)
             except Exception as error:
@@ -416,15 +418,23 @@ class Admission:
             if key not in tickets:
                 del self._announced[key]
 
-    def _units(self, apps: Mapping[p.AppKey, App], *, ordered: bool) -> list[list[App]]:
-        """Pending applications in arrival order (`ordered`, with a queue configuration: by priority,
-        then arrival); a gang group's pending members that agree to it form one unit, which comes with
-        its first member."""
+    def _line(self, config: QueueConfig) -> Callable[[App], tuple[int, float, tuple[float, int, str]]]:
+        """How applications stand in line: without a queue configuration, by arrival; with one, as
+        each one's queue orders them (decision.in_line)."""
+        if config.empty:
+            return lambda app: (0, 0.0, app.arrival)
+        capacity: Amounts = {}
+        if any(queue.ordering is Ordering.FAIR for queue in config.queues.values()):
+            capacity = self._room.pool({}, lambda _uid: False).allocatable
+        return lambda app: in_line(app, config.queues.get(app.queue), capacity)
+
+    def _units(self, apps: Mapping[p.AppKey, App], config: QueueConfig) -> list[list[App]]:
+        """Pending applications in line (see _line); a gang group's pending members that agree to it
+        form one unit, which comes with its first member."""
         seen: set[p.AppKey] = set()
         units: list[list[App]] = []
         pending = sorted(
-            (a for a in apps.values() if a.state == AppState.PENDING and not a.backing_off),
-            key=_in_line if ordered else lambda a: a.arrival,
+            (a for a in apps.values() if a.state == AppState.PENDING and not a.backing_off), key=self._line(config)
         )
         for app in pending:
             if app.key in seen:

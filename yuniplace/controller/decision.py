@@ -20,9 +20,10 @@ from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec
-from yuniplace.queues.model import Amounts, QueueConfig
+from yuniplace.gang.userinfo import UserInfo
+from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, confine
-from yuniplace.queues.quota import Holder, Ledger, reclaim
+from yuniplace.queues.quota import NOBODY, Holder, Ledger, reclaim
 
 log = logging.getLogger(__name__)
 MAX_SHOWN_QUEUE = 63
@@ -50,7 +51,7 @@ class App:
     key: p.AppKey
     spec: GangSpec
     state: AppState
-    arrival: tuple[float, str]
+    arrival: tuple[float, int, str]  # created (in seconds), first seen by the controller, its key
     queue: str  # with a queue configuration, the queue it was placed in; else the name it asks for
     holding: Mapping[str, int]  # room taken on nodes, by group: placed placeholders and members
     needing: Mapping[str, int]  # live members taking no room yet, by group
@@ -65,6 +66,7 @@ class App:
     # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
     # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
     native: bool = False
+    user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
 
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
@@ -111,6 +113,17 @@ class App:
     def placeholder_budget(self) -> int:
         """Placeholders it holds or is about to create: a namespace's share against its limit."""
         return self.spec.min_members if self.state in (AppState.PENDING, AppState.RESERVING) else self.placeholders
+
+
+def in_line(app: App, queue: QueueSpec | None, capacity: Amounts) -> tuple[int, float, tuple[float, int, str]]:
+    """The application's place in its queue's line, as YuniKorn sorts a queue's applications: by
+    priority first (unless the queue disables it), then, for a fair queue, the one using least first
+    (its largest share of any resource of the cluster), then by arrival."""
+    priority = -app.priority if queue is None or queue.by_priority else 0
+    share = 0.0
+    if queue is not None and queue.ordering is Ordering.FAIR:
+        share = max((amount / capacity[name] for name, amount in app.held.items() if capacity.get(name)), default=0.0)
+    return priority, share, app.arrival
 
 
 @dataclass(frozen=True)
@@ -201,16 +214,13 @@ class Decision:
         self._waiting: Counter[str] = Counter()
         self.waiting_by_queue: Counter[str] = Counter()
         self._placeholders: Counter[str] = Counter()
-        held: dict[str, dict[str, int]] = {queue: dict(amounts) for queue, amounts in (pool_usage or {}).items()}
+        self.ledger = None if queues.empty else Ledger(queues, pool_usage or {})
         for app in apps.values():
             if app.state in IN_FLIGHT or app.key in granted:
                 self._placeholders[app.key.namespace] += app.placeholder_budget
-                if not queues.empty:
+                if self.ledger is not None:
                     usage = app.usage if app.key not in granted else app.amounts(outstanding=False)
-                    queue_held = held.setdefault(app.queue, {})
-                    for name, amount in usage.items():
-                        queue_held[name] = queue_held.get(name, 0) + amount
-        self.ledger = None if queues.empty else Ledger(queues, held)
+                    self.ledger.take(app.queue, usage, app.user)
         self._elastic_in_flight = any(
             app.state == AppState.RESERVING and any(need.count for need in app.needs(outstanding=True))
             for app in apps.values()
@@ -297,20 +307,22 @@ class Decision:
             self._granted.add(app.key)
             self._placeholders[app.key.namespace] += app.spec.min_members
             if self.ledger is not None:
-                self.ledger.take(app.queue, app.amounts(outstanding=False))
+                self.ledger.take(app.queue, app.amounts(outstanding=False), app.user)
             log.info("admitted %s", app.key)
 
     # -- queues -----------------------------------------------------------------------------------------
 
     def _queue_limit(self, unit: Sequence[App]) -> str | None:
-        """What of its queue's configuration holds the unit back: a max (its queue's or an ancestor's),
-        or borrowing it may not do."""
+        """What of its queue's configuration holds the unit back: a max or a maxapplications (its
+        queue's or an ancestor's), a limit of its submitter or their group, or borrowing it may not do."""
         if self.ledger is None:
             return None
         for app in unit:
             needs = app.amounts(outstanding=False)
-            blocked = self.ledger.over_max(app.queue, needs) or self.ledger.borrowing_blocked(
-                app.queue, needs, self._free_for(app)
+            blocked = (
+                self.ledger.over_max(app.queue, needs)
+                or self.ledger.over_limits(app.queue, needs, app.user)
+                or self.ledger.borrowing_blocked(app.queue, needs, self._free_for(app))
             )
             if blocked is not None:
                 return blocked.reason
@@ -339,6 +351,7 @@ class Decision:
                 other.priority,
                 other.reserving_since or other.arrival[0],
                 other.running,
+                other.user,
             )
             for other in self._apps.values()
             if other.state in IN_FLIGHT
@@ -368,7 +381,7 @@ class Decision:
                 f"queue {_shown(app.queue)} takes back room it is guaranteed and lent to queue {_shown(victim.queue)}, "
                 f"which holds more than its own guarantee: {how}, the whole gang",
             )
-            self.ledger.release(victim.queue, victim.amounts)
+            self.ledger.release(victim.queue, victim.amounts, victim.user)
         why = f"taking back room its queue {_shown(app.queue)} lent to {lent}: {len(victims)} gang(s)"
         self._claim(app, needs, why)
         return True

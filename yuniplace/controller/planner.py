@@ -447,11 +447,14 @@ class Planner:
         app = self.app
         members = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
         if not any(p.node_name(m) for m in members):
+            if any(p.is_deleting(m) and p.node_name(m) for m in app.members):
+                return  # evicted already: its pods are on their way out
             self._retry(Reason.GANG_PREEMPTED, f"{why}: giving its reservation back")
             return
         self.plan_.evict = members
         self.plan_.delete += [ph for ph in app.live_placeholders() if ph not in self.plan_.delete]
-        self._event(self.originator, Reason.GANG_PREEMPTED, f"{why}: evicting its {len(members)} pods")
+        pods = "its pod" if len(members) == 1 else f"its {len(members)} pods"
+        self._event(self.originator, Reason.GANG_PREEMPTED, f"{why}: evicting {pods}")
 
     def _retry(self, reason: Reason, why: str) -> None:
         """Give a partial reservation back at once and try again after a backoff: in Strict mode when a

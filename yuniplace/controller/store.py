@@ -37,6 +37,11 @@ class PodStore:
         self._placeholders: set[str] = set()
         # Members released by a nominated swap and not bound yet: uid -> the node they are nominated to.
         self._in_flight: dict[str, str] = {}
+        # When each application was first seen, as a count: watch events come in the order the API server
+        # stored them, so it orders applications created within the same second (creationTimestamp's
+        # resolution) by creation. After a restart, ties come in the order of the first list.
+        self._first_seen: dict[p.AppKey, int] = {}
+        self._seen = 0
 
     def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
         old_key = self._keys.get(uid)
@@ -44,6 +49,9 @@ class PodStore:
             self._by_app[old_key].discard(uid)
         self._pods[uid] = pod
         self._keys[uid] = key
+        if key not in self._by_app:
+            self._first_seen[key] = self._seen
+            self._seen += 1
         self._by_app[key].add(uid)
         if p.is_placeholder(pod):
             self._placeholders.add(uid)
@@ -63,7 +71,13 @@ class PodStore:
             members.discard(uid)
             if not members:
                 del self._by_app[key]
+                self._first_seen.pop(key, None)
         return key
+
+    def first_seen(self, key: p.AppKey) -> int:
+        """The application's place among those seen so far (see _first_seen)."""
+        with self._lock:
+            return self._first_seen.get(key, self._seen)
 
     def upsert(self, pod: Pod) -> p.AppKey | None:
         """Record a pod (from a watch event or a write's answer); return its application, if any."""

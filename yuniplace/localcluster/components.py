@@ -240,6 +240,10 @@ def kube_scheduler(bin_dir: Path, layout: Layout, ports: Ports, features: Featur
 KEEPS_RUNNING_ANNOTATION = "kwok.yuniplace.io/completes"
 """A Job pod annotated with this key (value "never") stays Running: a long-lived executor or worker."""
 
+LINGERS_ANNOTATION = "kwok.yuniplace.io/lingers"
+"""A deleted pod annotated with this key stays on its node, terminating, until the key is removed: a pod
+slow to stop, whose room is not free yet."""
+
 _RUNNING_STATUS = """\
 {{ $now := Now }}
 phase: Running
@@ -311,8 +315,9 @@ def _pod_stage(name: str, selector: list[Mapping[str, object]], next_step: dict[
 def kwok_stages() -> str:
     """The pod lifecycle kwok simulates: pods run at once, Job pods complete at once, deleted pods go.
 
-    The same as kwok's own defaults but for one exception: a Job pod carrying KEEPS_RUNNING_ANNOTATION
-    keeps running, so tests can show what happens to a running Job's pods (eviction, reclaim).
+    The same as kwok's own defaults but for two exceptions: a Job pod carrying KEEPS_RUNNING_ANNOTATION
+    keeps running, so tests can show what happens to a running Job's pods (eviction, reclaim); a deleted
+    pod carrying LINGERS_ANNOTATION stays until the key is removed, so tests can hold a pod terminating.
     kwok uses no default pod stage once any is configured, so all three are spelled out.
     """
     alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
@@ -334,7 +339,10 @@ def kwok_stages() -> str:
         ),
         _pod_stage(
             "pod-delete",
-            [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
+            [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": f'.metadata.annotations["{LINGERS_ANNOTATION}"]', "operator": "DoesNotExist"},
+            ],
             {"finalizers": {"empty": True}, "delete": True},
         ),
     ]

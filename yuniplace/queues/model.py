@@ -9,6 +9,7 @@ as admission's node arithmetic counts them, whatever units the source wrote them
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,10 +37,26 @@ class Submitters:
 
 
 class Ordering(enum.Enum):
-    """How applications of one queue are ordered for admission."""
+    """How applications of one queue are ordered for admission (after priority, where it counts)."""
 
-    PRIORITY = "priority"  # the pods' priority, then arrival (the default)
-    FIFO = "fifo"  # arrival alone
+    FIFO = "fifo"  # by arrival (the default)
+    FAIR = "fair"  # the application using least first (what its pods take on nodes), then by arrival
+
+
+WILDCARD = "*"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One of YuniKorn's user and group limits: for each user named (or, with `*`, every user without a
+    limit of their own) and each group named (`*`: every group without one), at most `max_applications`
+    running applications and `max_resources` held, in the queue and the queues below it."""
+
+    users: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    max_applications: int = 0  # 0: not limited
+    max_resources: Amounts = field(default_factory=dict)  # a resource left out is not limited
+    name: str = ""  # its `limit` description, for messages
 
 
 @dataclass(frozen=True)
@@ -51,7 +68,8 @@ class QueueSpec:
     sharing: bool = True  # others may borrow its idle guarantee (and its pool's idle nodes)
     borrowing: bool = True  # it may use more than its guarantee
     preemption: bool = True  # it may reclaim its guarantee from borrowers
-    ordering: Ordering = Ordering.PRIORITY
+    ordering: Ordering = Ordering.FIFO
+    by_priority: bool = True  # the pods' priority orders first (YuniKorn's application.sort.priority)
     submitters: Submitters = Submitters()
     source: str = ""  # where it was configured, for messages ("queues.yaml", "Volcano Queue ml")
     # A parent even while it has no children (YuniKorn's `parent: true`): applications are only placed
@@ -63,6 +81,7 @@ class QueueSpec:
     open: bool = True  # takes new applications (False: a Volcano Queue that is Closed or Closing)
     weight: int = 1  # Volcano's weight: kept for when shares are weighted; today every queue weighs the same
     max_applications: int = 0  # YuniKorn's maxapplications: applications running at once; 0: no limit
+    limits: tuple[Limit, ...] = ()  # per user and per group
 
     @property
     def parent(self) -> str | None:
@@ -72,6 +91,18 @@ class QueueSpec:
     @property
     def name(self) -> str:
         return self.path.rpartition(".")[2]
+
+
+# A queue's own settings: those a queue created below it does not take from it.
+OWN_SETTINGS = frozenset({"path", "guaranteed", "max", "max_applications", "limits", "source", "parent_queue"})
+
+
+def below(parent: QueueSpec, path: str, *, source: str, parent_queue: bool = False) -> QueueSpec:
+    """A queue a placement rule creates under `parent` (its nearest configured queue): every setting
+    passes down, as YuniKorn passes a queue's properties to its children, but a queue's own amounts
+    and limits. Every field is listed in OWN_SETTINGS or passes down, so a new one cannot be dropped."""
+    inherited = {f.name: getattr(parent, f.name) for f in dataclasses.fields(QueueSpec) if f.name not in OWN_SETTINGS}
+    return QueueSpec(path=path, source=source, parent_queue=parent_queue, **inherited)
 
 
 class RuleKind(enum.Enum):

@@ -23,7 +23,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from yuniplace.queues.model import ROOT, Ordering, PlacementRule, QueueConfig, QueueSpec, RuleKind
+from yuniplace.queues.model import ROOT, PlacementRule, QueueConfig, QueueSpec, RuleKind, below
 
 DEFAULT_QUEUE = "root.default"
 MAX_LEVELS = 32  # below root, as in a configuration: a tenant's queue name cannot make deeper trees
@@ -250,20 +250,9 @@ def _admit(path: str, app: _Application, queues: _Queues, notes: list[str], labe
 
 
 def dynamic_queue(config: QueueConfig, path: str, *, leaf: bool = True, rule: str = "a placement rule") -> QueueSpec:
-    """A queue a rule creates: no guarantee or max of its own, YuniKorn's default ordering, the pool,
-    lending, borrowing and reclaim switches and the submitters of the nearest configured queue above it."""
-    base = nearest_configured(config, path)
-    return QueueSpec(
-        path=path,
-        node_selector=dict(base.node_selector),
-        sharing=base.sharing,
-        borrowing=base.borrowing,
-        preemption=base.preemption,
-        ordering=Ordering.PRIORITY,
-        submitters=base.submitters,
-        source=f"created by {rule}",
-        parent_queue=not leaf,
-    )
+    """A queue a rule creates: no guarantee, max or limits of its own, and every other setting of the
+    nearest configured queue above it (model.below)."""
+    return below(nearest_configured(config, path), path, source=f"created by {rule}", parent_queue=not leaf)
 
 
 def nearest_configured(config: QueueConfig, path: str) -> QueueSpec:

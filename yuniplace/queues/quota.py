@@ -12,13 +12,18 @@ needs, is no borrowing unless some queue is guaranteed pods.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from yuniplace.gang.fit import PODS
 from yuniplace.gang.resources import format_quantity
-from yuniplace.queues.model import Amounts, QueueConfig, QueueSpec
+from yuniplace.gang.userinfo import UserInfo
+from yuniplace.queues.model import WILDCARD, Amounts, Limit, QueueConfig, QueueSpec
+
+# Who an application without a recorded submitter counts as: YuniKorn's default user.
+NOBODY = UserInfo("nobody")
 
 
 def _add(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
@@ -38,24 +43,105 @@ class Blocked:
     reason: str
 
 
+@dataclass
+class Usage:
+    """What one user, or one group, holds in a queue and its subtree."""
+
+    applications: int = 0
+    amounts: dict[str, int] = field(default_factory=dict)
+
+
+def _applicable(queue: QueueSpec, kind: str, names: Sequence[str]) -> tuple[Limit, str] | None:
+    """The limit of `queue` that holds for one of `names` (a user, or a user's groups in order), and
+    the name it counts: the first named by a limit of their own, else the first under a wildcard
+    limit, as YuniKorn resolves them."""
+
+    def named(limit: Limit) -> frozenset[str]:
+        return limit.users if kind == "user" else limit.groups
+
+    for name in names:
+        for limit in queue.limits:
+            if name in named(limit):
+                return limit, name
+    wildcard = next((limit for limit in queue.limits if WILDCARD in named(limit)), None)
+    return (wildcard, names[0]) if wildcard is not None and names else None
+
+
 class Ledger:
     """What every queue holds, its subtree included, as admission decides: taking a gang's room adds it
-    to its queue and to every ancestor, so limits are checked at every level at once."""
+    to its queue and to every ancestor, so limits are checked at every level at once. An application's
+    room (`user` given) also counts as one running application of its queues, and of its submitter and
+    the group its queues' limits track it by."""
 
     def __init__(self, config: QueueConfig, held_by_queue: Mapping[str, Amounts]) -> None:
         self.config = config
         self.used: dict[str, dict[str, int]] = {path: {} for path in config.queues}
+        self.applications: Counter[str] = Counter()
+        self.users: dict[tuple[str, str], Usage] = {}  # by (queue, user)
+        self.groups: dict[tuple[str, str], Usage] = {}  # by (queue, group)
         self.guaranteed_resources = frozenset(name for q in config.queues.values() for name in q.guaranteed)
         for path, amounts in held_by_queue.items():
             self.take(path, amounts)
 
-    def take(self, path: str, amounts: Amounts) -> None:
+    def take(self, path: str, amounts: Amounts, user: UserInfo | None = None, sign: int = 1) -> None:
+        """Count room in the queue; with `user`, an application's room, submitted by `user`."""
         for queue in self.config.ancestors(path):
-            _add(self.used[queue.path], amounts)
+            _add(self.used[queue.path], amounts, sign)
+            if user is None:
+                continue
+            self.applications[queue.path] += sign
+            for usage in self._usages(queue, user):
+                usage.applications += sign
+                _add(usage.amounts, amounts, sign)
 
-    def release(self, path: str, amounts: Amounts) -> None:
+    def release(self, path: str, amounts: Amounts, user: UserInfo | None = None) -> None:
+        self.take(path, amounts, user, -1)
+
+    def _usages(self, queue: QueueSpec, user: UserInfo) -> Iterator[Usage]:
+        """The user's usage in the queue and that of the group the queue's limits count the user in."""
+        yield self.users.setdefault((queue.path, user.user), Usage())
+        group = _applicable(queue, "group", user.groups)
+        if group is not None:
+            yield self.groups.setdefault((queue.path, group[1]), Usage())
+
+    def over_limits(self, path: str, needs: Amounts, user: UserInfo) -> Blocked | None:
+        """The first limit the application would pass, in its queue or an ancestor: a maxapplications,
+        or its submitter's or group's limit (applications and resources)."""
         for queue in self.config.ancestors(path):
-            _add(self.used[queue.path], amounts, -1)
+            whose = "its" if queue.path == path else f"its parent {queue.path}'s"
+            running = self.applications[queue.path]
+            if queue.max_applications and running >= queue.max_applications:
+                return Blocked(
+                    f"queue {path} is at {whose} maxapplications: {running} of {queue.max_applications} "
+                    "applications running"
+                )
+            for kind, names, usages in (
+                ("user", (user.user,), self.users),
+                ("group", user.groups, self.groups),
+            ):
+                found = _applicable(queue, kind, names)
+                if found is None:
+                    continue
+                limit, name = found
+                usage = usages.get((queue.path, name), Usage())
+                label = (
+                    f"{kind} {name} is at the limit {limit.name!r} of queue {queue.path}"
+                    if limit.name
+                    else (f"{kind} {name} is at queue {queue.path}'s {kind} limit")
+                )
+                if limit.max_applications and usage.applications >= limit.max_applications:
+                    return Blocked(f"{label}: {usage.applications} of {limit.max_applications} applications running")
+                after = dict(usage.amounts)
+                _add(after, needs)
+                over = _excess(after, limit.max_resources, (n for n in needs if n in limit.max_resources))
+                if over:
+                    resource = sorted(over)[0]
+                    return Blocked(
+                        f"{label}: {show_amount(resource, usage.amounts.get(resource, 0))} of "
+                        f"{show_amount(resource, limit.max_resources[resource])} {resource} used, and the gang "
+                        f"needs {show_amount(resource, needs[resource])}"
+                    )
+        return None
 
     def borrowed(self, path: str) -> dict[str, int]:
         """What the queue holds beyond its guarantee."""
@@ -160,6 +246,7 @@ class Holder:
     priority: int
     arrival: float  # when it took its room (its reservation began): newer gangs are taken back first
     running: bool  # its pods run (evicted) or it only holds placeholders (released)
+    user: UserInfo = NOBODY  # who submitted it
 
 
 def reclaim(
@@ -172,8 +259,9 @@ def reclaim(
     """The gangs to take back so that a gang of `queue` needing `needs` fits: only when the queue
     reclaims at all and the gang stays within its guarantee (it takes back what it lent, it does not
     borrow by force); only gangs of queues holding more than their guarantee, and only while they
-    still do; placeholders of gangs not running first, then running gangs of the lowest priority,
-    newest first. None when no such set makes `fits_without` true."""
+    still do, and never those of a queue whose gangs are not reclaimable (YuniKorn's preemption.policy
+    disabled, Volcano's reclaimable: false); placeholders of gangs not running first, then running
+    gangs of the lowest priority, newest first. None when no such set makes `fits_without` true."""
     spec: QueueSpec = ledger.config.queues[queue]
     if not spec.preemption:
         return None
@@ -182,7 +270,7 @@ def reclaim(
     if _excess(after, spec.guaranteed, ledger.guaranteed_resources & set(needs)):
         return None
     order = sorted(
-        (h for h in holders if h.queue != queue),
+        (h for h in holders if h.queue != queue and ledger.config.queues[h.queue].reclaimable),
         key=lambda h: (h.running, h.priority, -h.arrival),
     )
     taken: list[Holder] = []
@@ -190,13 +278,13 @@ def reclaim(
         if not set(ledger.borrowed(holder.queue)) & set(needs):
             continue  # its queue holds no more than its guarantee of what is needed
         taken.append(holder)
-        ledger.release(holder.queue, holder.amounts)
+        ledger.release(holder.queue, holder.amounts, holder.user)
         if fits_without(taken):
             break
     else:
         for holder in taken:  # nothing enough: the ledger is left as it was
-            ledger.take(holder.queue, holder.amounts)
+            ledger.take(holder.queue, holder.amounts, holder.user)
         return None
     for holder in taken:
-        ledger.take(holder.queue, holder.amounts)
+        ledger.take(holder.queue, holder.amounts, holder.user)
     return taken

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from yuniplace.gang import userinfo
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.taskgroups import RESOURCE_NAME
 from yuniplace.queues import identity, rawyaml, tree, yunikorn_properties, yunikorn_rules
 from yuniplace.queues.goyaml import Decoder
-from yuniplace.queues.model import ROOT, QueueConfig, QueueSpec, Submitters
+from yuniplace.queues.model import ROOT, Limit, QueueConfig, QueueSpec, Submitters
 from yuniplace.queues.problems import OMITTED, Findings, InvalidQueues, QueueProblem
 from yuniplace.queues.quantity import VCORE, BadQuantity, yunikorn_milli
 
@@ -71,6 +72,7 @@ class _Queue:
     properties: dict[str, str] = field(default_factory=dict)
     submitters: Submitters = identity.NOBODY
     max_applications: int = 0
+    limits: tuple[Limit, ...] = ()
     children: list[_Queue] = field(default_factory=list)
 
     @property
@@ -191,10 +193,10 @@ class _Partition:
             )
         self._node_sort_policy(entries.get("nodesortpolicy"))
         d.fields(entries.get("usergroupresolver"), "", "usergroupresolver", RESOLVER_FIELDS)
-        if entries.get("limits"):
-            self._limits(entries["limits"], "", "limits")
+        partition_limits = self._limits(entries.get("limits"), "", "limits")
         if root is None:
             return QueueConfig()
+        root.limits = partition_limits + root.limits  # the partition's limits hold for all of it: at root
         _check_max_applications(root, d)
         tree.check(_tree_node(root), lambda excess: _report(excess, self.by_path[excess.path], d))
         queues: dict[str, QueueSpec] = {}
@@ -289,8 +291,7 @@ class _Partition:
                 d.text(entries.get("adminacl"), path, "adminacl"), d.findings, d.where(path), "adminacl"
             ),
         )
-        if entries.get("limits"):
-            self._limits(entries["limits"], path, "limits")
+        queue.limits = self._limits(entries.get("limits"), path, "limits")
         children = d.items(entries.get("queues"), path, "queues")
         queue.children = self._children(children, queue, depth + 1)
         if explicit is False and children:
@@ -323,20 +324,42 @@ class _Partition:
             written[(kind, name)] = text
         return amounts
 
-    def _limits(self, raw: Any, path: str, where: str) -> None:
+    def _limits(self, raw: Any, path: str, where: str) -> tuple[Limit, ...]:
+        """YuniKorn's user and group limits of a queue (`path` "": the partition's, which hold at root).
+        Each names users or groups (`*`: each one without a limit of its own) and sets maxapplications,
+        maxresources or both; a user or group is named in one limit of a queue at most."""
         d = self.decoder
+        limits: list[Limit] = []
+        seen: dict[tuple[str, str], int] = {}
         for index, item in enumerate(d.items(raw, path, where)):
-            entries = d.fields(item, path, f"{where}[{index}]", LIMIT_FIELDS)
-            d.strings(entries.get("users"), path, f"{where}[{index}].users")
-            d.strings(entries.get("groups"), path, f"{where}[{index}].groups")
-            d.count(entries.get("maxapplications"), path, f"{where}[{index}].maxapplications")
-            self._amounts(entries.get("maxresources"), path, f"{where}[{index}].maxresources", {})
-        d.warn(
-            path,
-            where,
-            f"{len(d.items(raw, path, where))} limit(s)",
-            "have no effect: user and group limits need the submitting user, whom yuniplace never learns",
-        )
+            field_ = f"{where}[{index}]"
+            entries = d.fields(item, path, field_, LIMIT_FIELDS)
+            name = d.text(entries.get("limit"), path, f"{field_}.limit")
+            users = d.strings(entries.get("users"), path, f"{field_}.users")
+            groups = d.strings(entries.get("groups"), path, f"{field_}.groups")
+            applications = d.count(entries.get("maxapplications"), path, f"{field_}.maxapplications")
+            resources = self._amounts(entries.get("maxresources"), path, f"{field_}.maxresources", {})
+            if not users and not groups:
+                d.error(path, field_, name or index, "names no users and no groups: a limit is for someone")
+            if not applications and not any(resources.values()):
+                d.error(path, field_, name or index, "sets neither maxapplications nor maxresources: it limits nothing")
+            for kind, names in (("users", users), ("groups", groups)):
+                for entry in names:
+                    if not entry or len(entry) > userinfo.MAX_NAME:
+                        d.error(
+                            path, f"{field_}.{kind}", entry, f"must be a name of 1 to {userinfo.MAX_NAME} characters"
+                        )
+                    elif (kind, entry) in seen:
+                        d.error(
+                            path,
+                            f"{field_}.{kind}",
+                            entry,
+                            f"is also in {where}[{seen[kind, entry]}]: a queue limits each user and group once",
+                        )
+                    else:
+                        seen[kind, entry] = index
+            limits.append(Limit(frozenset(users), frozenset(groups), applications, resources, name))
+        return tuple(limits)
 
     def _child_template(self, raw: Any, path: str) -> None:
         d = self.decoder
@@ -400,11 +423,13 @@ class _Partition:
             borrowing=switches.borrowing,
             preemption=preemption,
             ordering=switches.ordering,
+            by_priority=switches.by_priority,
             submitters=allowed,
             source=self.decoder.findings.source,
             parent_queue=queue.is_parent,
             reclaimable=switches.reclaimable,
             max_applications=queue.max_applications,
+            limits=queue.limits,
         )
         for child in queue.children:
             self._specs(child, yunikorn_properties.inherit(effective), allowed, preemption, out)

@@ -63,14 +63,6 @@ def check(own: Mapping[str, str], decoder: Decoder, queue: str, parent_queue: bo
         if key == SORT_POLICY:
             if lowered not in ("fifo", "fair", "stateaware"):
                 decoder.error(queue, where, value, "must be fifo, fair or stateaware")
-            elif lowered == "fair":
-                decoder.warn(
-                    queue,
-                    where,
-                    value,
-                    "orders by usage in YuniKorn, which yuniplace does not: applications are ordered by priority, "
-                    "then arrival (arrival alone with application.sort.priority: disabled)",
-                )
             elif lowered == "stateaware":
                 decoder.warn(queue, where, value, "is deprecated in YuniKorn, where it means fifo, as here")
         elif key == SORT_PRIORITY:
@@ -136,7 +128,8 @@ def _pair_problem(key: str, sep: str, value: str, seen: Mapping[str, str]) -> st
 class Switches:
     """What a queue's properties in force turn on or off."""
 
-    ordering: Ordering = Ordering.PRIORITY
+    ordering: Ordering = Ordering.FIFO
+    by_priority: bool = True
     sharing: bool = True
     borrowing: bool = True
     reclaimable: bool = True
@@ -144,12 +137,13 @@ class Switches:
 
 
 def switches(effective: Mapping[str, str]) -> Switches:
-    """The switches of a queue from its properties in force (already checked). YuniKorn's fifo orders by
-    priority first unless application.sort.priority is disabled: yuniplace's PRIORITY; with it disabled,
-    arrival alone: FIFO. fair and stateaware order like fifo here."""
-    priority = effective.get(SORT_PRIORITY, "enabled").lower() != "disabled"
+    """The switches of a queue from its properties in force (already checked). YuniKorn orders by
+    priority first, unless application.sort.priority is disabled, then by its policy: fifo (arrival),
+    fair (least usage), stateaware (deprecated: fifo)."""
+    policy = effective.get(SORT_POLICY, "fifo").lower()
     return Switches(
-        ordering=Ordering.PRIORITY if priority else Ordering.FIFO,
+        ordering=Ordering.FAIR if policy == "fair" else Ordering.FIFO,
+        by_priority=effective.get(SORT_PRIORITY, "enabled").lower() != "disabled",
         sharing=effective.get(SHARING, "true").lower() != "false",
         borrowing=effective.get(BORROWING, "true").lower() != "false",
         reclaimable=effective.get(PREEMPTION_POLICY, "").lower() != "disabled",
