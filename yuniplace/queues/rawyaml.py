@@ -32,6 +32,25 @@ class Unreadable(ValueError):
     """The text is not one YAML document yuniplace can read; the message says where and why."""
 
 
+def _one_line(error: yaml.YAMLError) -> str:
+    """The parser's message on one line, where the problem is first: an event's note and a log line
+    show it whole, rather than the parser's several lines quoting `<unicode string>`."""
+    if isinstance(error, yaml.reader.ReaderError):
+        return f"character {error.position + 1}: {error.reason}"
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return " ".join(str(error).split())
+    problem = error.problem or "cannot be read"
+    if error.problem_mark is not None:
+        mark = error.problem_mark
+        problem = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    if error.context:
+        context = error.context
+        if error.context_mark is not None:
+            context += f" that starts at line {error.context_mark.line + 1}, column {error.context_mark.column + 1}"
+        problem += f" ({context})"
+    return " ".join(problem.split())
+
+
 def load(text: str) -> Any:
     """The document as dicts, lists, strings and None; None for a blank document."""
     if len(text.encode()) > MAX_BYTES:
@@ -43,9 +62,9 @@ def load(text: str) -> Any:
     except yaml.composer.ComposerError as error:
         if "expected a single document" in str(error):
             raise Unreadable("holds more than one YAML document; a configuration is one document") from None
-        raise Unreadable(f"is not valid YAML: {error}") from None
+        raise Unreadable(f"is not valid YAML: {_one_line(error)}") from None
     except yaml.YAMLError as error:
-        raise Unreadable(f"is not valid YAML: {error}") from None
+        raise Unreadable(f"is not valid YAML: {_one_line(error)}") from None
     except RecursionError:
         raise Unreadable(f"is nested more than {MAX_DEPTH} levels deep") from None
     finally:
