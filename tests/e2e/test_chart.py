@@ -338,7 +338,9 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     # Webhooks: gang pods only (CEL), never placeholders (exactly the controller's label value), never
     # system namespaces; the mutating one on CREATE, the validating one also on others' edits.
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        [hook] = one(manifests, kind)["webhooks"]
+        # The mutating configuration's workload hooks (the recorded requester): tests/e2e/test_identity.py.
+        hook, *workload_hooks = one(manifests, kind)["webhooks"]
+        assert len(workload_hooks) == (2 if kind.startswith("Mutating") else 0)
         assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
         assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
         operations = ["CREATE"] if kind.startswith("Mutating") else ["CREATE", "UPDATE"]
@@ -433,6 +435,8 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         "--tls-cert-file=/tls/tls.crt",
         "--tls-key-file=/tls/tls.key",
         "--rewrite-scheduler-name=auto",
+        "--system-users=^system:serviceaccount:kube-system:",
+        "--system-users=^system:kube-controller-manager$",
     ]
     assert container["image"] == "ghcr.io/yuniplace/yuniplace:0.1.0"
 
