@@ -17,7 +17,7 @@ from collections.abc import Callable
 import urllib3
 
 from yuniplace.kube import ApiError, KubeClient
-from yuniplace.webhook.admission import AI_SCHEDULER, YUNIKORN_SCHEDULER
+from yuniplace.webhook.admission import AI_SCHEDULER, REWRITTEN_SCHEDULERS, YUNIKORN_SCHEDULER
 
 log = logging.getLogger(__name__)
 
@@ -93,4 +93,4 @@ def _finds_running(client: KubeClient, selector: str) -> bool:
 
 def rewrites(mode: Mode, client: KubeClient | None) -> dict[str, SchedulerNameRewrite]:
     """One decision per scheduler whose pods may be rewritten."""
-    return {name: SchedulerNameRewrite(mode, client, scheduler=name) for name in RUNNING_SELECTORS}
+    return {name: SchedulerNameRewrite(mode, client, scheduler=name) for name in REWRITTEN_SCHEDULERS}
