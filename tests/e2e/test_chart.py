@@ -1,8 +1,9 @@
 """The Helm chart (charts/yuniplace): it lints, every object it renders is accepted by the real
 apiserver, the rendered policy is the one documented (least-privilege RBAC, restricted pods, webhooks
-scoped by matchConditions), the PodGroup CRDs in crds/ are served as scheduler-plugins' and Volcano's APIs, installs and
-upgrades keep the webhook certificate, the controller runs with exactly the permissions the chart grants,
-and the webhooks work with the chart's certificate and see every gang dialect's pods, and only those."""
+scoped by matchConditions), the CRDs in crds/ are served as scheduler-plugins', Volcano's and
+ai-scheduler's APIs, installs and upgrades keep the webhook certificate, the controller runs with exactly
+the permissions the chart grants, and the webhooks work with the chart's certificate and see every gang
+dialect's pods, and only those."""
 
 from __future__ import annotations
 
@@ -53,12 +54,13 @@ CONTROLLER_RULES = {
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.k8s.io", "workloads"): {"list", "watch"},
 }
-# Admission reads, in every namespace, what each node has and what runs on it, and Volcano's
-# (cluster-scoped) Queues; nothing else.
+# Admission reads, in every namespace, what each node has and what runs on it, Volcano's Queues and
+# ai-scheduler's Pools (both cluster-scoped); nothing else.
 ADMISSION_RULES = {
     ("", "nodes"): {"list", "watch"},
     ("", "pods"): {"list", "watch"},
     ("scheduling.volcano.sh", "queues"): {"list", "watch"},
+    ("resource.aibee.cn", "pools"): {"list", "watch"},
 }
 VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 RESTRICTED_CONTAINER = {
@@ -301,7 +303,7 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     assert out.count("(server dry run)") == len(manifests), out
 
     # Pods and events: a Role in the watched namespace instead of a ClusterRole; cluster-wide, only
-    # admission's reading of nodes, pods and Volcano's Queues.
+    # admission's reading of nodes, pods, Volcano's Queues and ai-scheduler's Pools.
     [cluster_role] = objects(manifests, "ClusterRole")
     assert rule_verbs(cluster_role) == ADMISSION_RULES
     [cluster_binding] = objects(manifests, "ClusterRoleBinding")
@@ -336,7 +338,9 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     # Webhooks: gang pods only (CEL), never placeholders (exactly the controller's label value), never
     # system namespaces; the mutating one on CREATE, the validating one also on others' edits.
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        [hook] = one(manifests, kind)["webhooks"]
+        # The mutating configuration's workload hooks (the recorded requester): tests/e2e/test_identity.py.
+        hook, *workload_hooks = one(manifests, kind)["webhooks"]
+        assert len(workload_hooks) == (2 if kind.startswith("Mutating") else 0)
         assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
         assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
         operations = ["CREATE"] if kind.startswith("Mutating") else ["CREATE", "UPDATE"]
@@ -431,6 +435,8 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         "--tls-cert-file=/tls/tls.crt",
         "--tls-key-file=/tls/tls.key",
         "--rewrite-scheduler-name=auto",
+        "--system-users=^system:serviceaccount:kube-system:",
+        "--system-users=^system:kube-controller-manager$",
     ]
     assert container["image"] == "ghcr.io/yuniplace/yuniplace:0.1.0"
 
@@ -685,7 +691,9 @@ def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace
     under its names, validates its spec, and takes a status through the status subresource only, as
     yuniplace writes it."""
     shipped = objects(render(cluster, "yp", namespace, None, "--include-crds"), "CustomResourceDefinition")
-    assert sorted(m["metadata"]["name"] for m in shipped) == sorted(["podgroups.scheduling.x-k8s.io", *VOLCANO_CRDS])
+    assert sorted(m["metadata"]["name"] for m in shipped) == sorted(
+        ["podgroups.scheduling.x-k8s.io", "pools.resource.aibee.cn", *VOLCANO_CRDS]
+    )
     assert not objects(render(cluster, "yp", namespace), "CustomResourceDefinition"), "a CRD in templates/"
     [crd] = [m for m in shipped if m["metadata"]["name"] == "podgroups.scheduling.x-k8s.io"]
     assert "api-approved.kubernetes.io" not in crd["metadata"].get("annotations", {})
@@ -849,6 +857,61 @@ def test_volcano_crds_are_accepted_and_serve_status(cluster: Cluster, namespace:
             )
     finally:
         cluster.client.delete(f"{queues}/{queue}")
+
+
+def test_pool_crd_is_accepted_and_serves_ai_schedulers_pools(cluster: Cluster, namespace: str) -> None:
+    """The chart's ai-scheduler Pool CRD: the real apiserver accepts it and serves Pool, cluster-scoped,
+    under ai-scheduler's names; a Pool as ai-scheduler's examples write it is kept as written (a field
+    of an older release too), its switches are printed, and a switch that is not a boolean is refused."""
+    [crd] = [
+        m
+        for m in objects(render(cluster, "yp", namespace, None, "--include-crds"), "CustomResourceDefinition")
+        if m["metadata"]["name"] == "pools.resource.aibee.cn"
+    ]
+    assert crd["spec"]["group"] == "resource.aibee.cn" and crd["spec"]["scope"] == "Cluster"
+    assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [("v1alpha1", True, True)]
+    assert "subresources" not in crd["spec"]["versions"][0]  # as ai-scheduler's own: it writes no status
+
+    cluster.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/pools.resource.aibee.cn")
+    wait_until(lambda: pod_group_api_served(cluster, keys.AI_SCHEDULER_API), 30)
+    [served] = cluster.client.get(keys.AI_SCHEDULER_API)["resources"]
+    assert (served["name"], served["kind"], served["namespaced"], served["shortNames"]) == (
+        "pools",
+        "Pool",
+        False,
+        ["pool"],
+    )
+    pools = f"{keys.AI_SCHEDULER_API}/pools"
+    name = f"{namespace}-masters"
+    spec = {
+        "nodeSelector": {"matchLabels": {"kubernetes.io/role": "master"}},
+        "disablePreemption": True,
+        "disableBorrowing": True,
+        "disableSharing": True,
+        "weight": {"cpu": 1},
+    }
+    try:
+        made = cluster.client.create(
+            pools,
+            {"apiVersion": "resource.aibee.cn/v1alpha1", "kind": "Pool", "metadata": {"name": name}, "spec": spec},
+        )
+        assert made["spec"] == spec, made
+        printed = cluster.kubectl("get", "pools.resource.aibee.cn", name).splitlines()
+        assert printed[0].split() == ["NAME", "NO-PREEMPTION", "NO-BORROWING", "NO-SHARING", "AGE"], printed
+        assert printed[1].split()[:4] == [name, "true", "true", "true"], printed
+        with pytest.raises(ApiError, match=re.escape("spec.disableSharing")):
+            cluster.client.create(
+                pools,
+                {
+                    "apiVersion": "resource.aibee.cn/v1alpha1",
+                    "kind": "Pool",
+                    "metadata": {"name": f"{name}-bad"},
+                    "spec": {"disableSharing": "yes"},
+                },
+            )
+    finally:
+        cluster.client.delete(f"{pools}/{name}")
 
 
 # -- install -----------------------------------------------------------------------------------------

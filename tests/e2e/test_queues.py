@@ -752,3 +752,128 @@ def queued_since_of(cluster: Cluster, namespace: str, name: str) -> float | None
     """When the pod's application became first in its queue (its originator's annotation)."""
     pod = cluster.get_pod(namespace, name)
     return parse_time((pod or {}).get("metadata", {}).get("annotations", {}).get(keys.QUEUED_SINCE))
+
+
+# -- 8. ai-scheduler's Pools -------------------------------------------------------------------------
+
+POOL_CRD = Path(__file__).resolve().parents[2] / "charts" / "yuniplace" / "crds" / "pools.resource.aibee.cn.yaml"
+POOL_CRD_NAME = "pools.resource.aibee.cn"
+
+
+def pool_api_served(cluster: Cluster) -> bool:
+    """Whether discovery lists the Pool API yet (it lags the CRD's Established condition a little)."""
+    try:
+        return any(r["name"] == "pools" for r in cluster.client.get(keys.AI_SCHEDULER_API)["resources"])
+    except NotFound:
+        return False
+
+
+@pytest.fixture
+def pool_api(cluster: Cluster) -> Iterator[None]:
+    """The chart's Pool CRD (ai-scheduler's API), installed as `helm install` installs it, and served;
+    removed afterwards, with every Pool."""
+    cluster.kubectl("apply", "--server-side", "-f", str(POOL_CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{POOL_CRD_NAME}")
+    wait_until(lambda: pool_api_served(cluster), 30)
+    yield
+    crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{POOL_CRD_NAME}"
+    cluster.client.delete(crd)
+
+    def gone() -> bool:
+        try:
+            cluster.client.get(crd)
+        except NotFound:
+            return True
+        return False
+
+    wait_until(gone, WAIT_S)
+
+
+def ai_pool(name: str, labels: Mapping[str, str], **switches: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.aibee.cn/v1alpha1",
+        "kind": "Pool",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": {"matchLabels": dict(labels)}, **switches},
+    }
+
+
+def pool_job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, pool_name: str) -> None:
+    """A Job of `members` pods of 1 CPU that run until ended, whose template names its ai-scheduler pool
+    by annotation (as ai-scheduler's examples do), gated as the webhook gates them."""
+    groups = [place.group("workers", members, cpu="1", memory="256Mi")]
+    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu="1", memory="256Mi"))
+    pod["metadata"]["annotations"].update({**KEEPS_RUNNING, keys.AI_SCHEDULER_POOL: pool_name})
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": app},
+        "spec": {
+            "completions": members,
+            "parallelism": members,
+            "template": {"metadata": {k: pod["metadata"][k] for k in ("labels", "annotations")}, "spec": pod["spec"]},
+        },
+    }
+    cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+
+@pytest.mark.usefixtures("pool_api")
+def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_lent(
+    cluster: Cluster, namespace: str, pool: Callable[..., Placement], cluster_wide: Callable[..., ControllerProcess]
+) -> None:
+    """ai-scheduler's two example Pools: demo, of the nodes labelled pool=demo, and masters, with
+    preemption, borrowing and sharing disabled. A gang naming no Pool (the default pool) borrows demo's
+    idle nodes, never masters': a gang that would need masters' idle room waits. Then demo's own gang,
+    a Job annotated resource.aibee.cn/pool, takes its nodes back: the borrower is evicted whole and the
+    Job runs on demo's nodes only."""
+    place = pool(1, cpu="4", memory="16Gi")  # a node of no Pool: the default pool's
+    demo_nodes = set(pool(2, cpu="4", memory="16Gi", labels={"pool": "demo"}).nodes)
+    master_nodes = set(pool(1, cpu="4", memory="16Gi", labels={"kubernetes.io/role": "master"}).nodes)
+    suffix = namespace[-6:]
+    demo, masters = f"demo-{suffix}", f"masters-{suffix}"
+    pools = f"{keys.AI_SCHEDULER_API}/pools"
+    # The examples' labels, and this test's own, so that no other node joins.
+    cluster.client.create(pools, ai_pool(demo, {"pool": "demo", **place.node_selector}, disablePreemption=False))
+    everything_off = {"disablePreemption": True, "disableBorrowing": True, "disableSharing": True}
+    cluster.client.create(
+        pools, ai_pool(masters, {"kubernetes.io/role": "master", **place.node_selector}, **everything_off)
+    )
+    controller = cluster_wide()
+
+    def applied_on_both() -> list[dict[str, Any]] | None:
+        events = [e for e in events_for(cluster, "default", "QueuesApplied") if e["involvedObject"]["kind"] == "Pool"]
+        return events if {demo, masters} <= {e["involvedObject"]["name"] for e in events} else None
+
+    wait_until(applied_on_both, WAIT_S)
+
+    gang(cluster, namespace, place, "borrower", 6)
+    on = nodes_of(running(cluster, namespace, "borrower", 6))
+    assert on & demo_nodes and not on & master_nodes, on  # 6 CPUs: more than the default pool's node holds
+    # demo is guaranteed what its two nodes hold; masters, whose nodes nobody else may use, nothing.
+    guaranteed = {f'yuniplace_queue_guaranteed{{queue="root.{demo}",resource="cpu"}}': 8.0}
+    wait_until(lambda: guaranteed.items() <= controller.metrics().items(), WAIT_S)
+    assert not [
+        key for key in controller.metrics() if key.startswith(f'yuniplace_queue_guaranteed{{queue="root.{masters}"')
+    ]
+
+    greedy = gang(cluster, namespace, place, "greedy", 8)  # 6 CPUs free beside masters' idle 4
+    waiting(cluster, namespace, "greedy", "waiting for free capacity")
+    assert not app_placeholders(cluster, namespace, "greedy")
+    for name in greedy:
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    wait_until(lambda: not app_pods(cluster, namespace, "greedy"), WAIT_S)
+
+    pool_job(cluster, namespace, place, "train", 8, demo)
+    waiting(cluster, namespace, "train", f"taking back room its queue root.{demo} lent to root.default")
+    train = running(cluster, namespace, "train", 8)
+    assert nodes_of(train) == demo_nodes
+    wait_until(lambda: not app_pods(cluster, namespace, "borrower"), WAIT_S)  # bare pods: evicted, gone
+    taken = [
+        e
+        for e in events_for(cluster, namespace, "GangPreempted")
+        if e["involvedObject"]["name"].startswith("borrower-")
+    ]
+    assert taken and f"queue root.{demo} takes back room" in taken[0]["message"], taken
+    assert "evicting all its pods, the whole gang" in taken[0]["message"]
+    everywhere = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    assert not {p["spec"].get("nodeName") for p in everywhere} & master_nodes

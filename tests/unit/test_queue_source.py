@@ -7,10 +7,11 @@ import textwrap
 from typing import Any
 
 from tests.unit.test_gang_admission import NS, gang
-from tests.unit.test_queue_admission import World, in_queue, nodes
+from tests.unit.test_queue_admission import World, in_queue, nodes, running
 from yuniplace.controller.events import Reason
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.tickets import Granted, Refused, Waiting
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.taskgroups import Limits
@@ -253,3 +254,112 @@ def test_admission_follows_a_live_raise_of_max() -> None:
     queues.configmap_changed(configmap(TWO_TEAMS.replace("vcore: 4", "vcore: 8")))
     world.admission.capacity_changed()
     assert isinstance(world.ticket("second"), Granted)
+
+
+# --- ai-scheduler's Pools ----------------------------------------------------------------------------
+
+DEMO = {"pool": "demo"}
+MASTER = {"kubernetes.io/role": "master"}
+
+
+def pool(name: str, labels: dict[str, str], **switches: Any) -> dict[str, Any]:
+    """A Pool as a list of Pools has it (without its kind)."""
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"nodeSelector": {"matchLabels": labels}, **switches},
+    }
+
+
+EVERYTHING_OFF = {"disablePreemption": True, "disableBorrowing": True, "disableSharing": True}
+
+
+def test_pools_are_applied_on_each_with_an_event_and_their_guarantees_follow_the_nodes() -> None:
+    queues, recorder, changes = source()
+    cluster = nodes(2, labels=DEMO, prefix="d") + nodes(1, labels=MASTER, prefix="m")
+    queues.nodes_changed(cluster)
+    queues.pools_changed([pool("demo", DEMO), pool("masters", MASTER, **EVERYTHING_OFF)])
+    config = queues.config()
+    assert config.queues["root.demo"].guaranteed["cpu"] == 8000 and "root.default" in config.queues
+    assert [(kind, name, reason) for kind, name, reason, _note, _type in recorder.events] == [
+        ("Pool", "demo", Reason.QUEUES_APPLIED),
+        ("Pool", "masters", Reason.QUEUES_APPLIED),
+    ]
+    assert "4 queues (3 taking applications)" in recorder.events[0][3] and changes == [1]
+
+    queues.pools_changed([pool("demo", DEMO), pool("masters", MASTER, **EVERYTHING_OFF)])  # a relist
+    heartbeat = {**cluster[0], "status": {**cluster[0]["status"], "conditions": [{"type": "Ready"}]}}
+    queues._node_event("MODIFIED", heartbeat)
+    assert len(recorder.events) == 2 and changes == [1]
+
+    queues._node_event("ADDED", nodes(1, cpu="16", labels=DEMO, prefix="big")[0])  # quietly: no Pool was edited
+    assert queues.config().queues["root.demo"].guaranteed["cpu"] == 24000
+    assert len(recorder.events) == 2 and changes == [1, 1]
+    queues._node_event("DELETED", cluster[0])
+    assert queues.config().queues["root.demo"].guaranteed["cpu"] == 20000
+
+
+def test_a_bad_pool_edit_is_refused_on_it_and_the_last_good_pools_stay_and_follow_the_nodes() -> None:
+    queues, recorder, _changes = source()
+    queues.nodes_changed(nodes(2, labels=DEMO, prefix="d"))
+    queues.pools_changed([pool("demo", DEMO), pool("masters", MASTER, **EVERYTHING_OFF)])
+    queues._pool_event("MODIFIED", pool("demo", DEMO, disableSharing="yes"))
+    assert queues.config().queues["root.demo"].sharing and queues.refused is not None
+    kind, name, reason, note, _type = recorder.events[-1]
+    assert (kind, name, reason) == ("Pool", "demo", Reason.QUEUES_REFUSED)
+    assert note.startswith("refused, the Pools as they were before stay in force: ")
+    assert 'ai-scheduler Pool demo: spec.disableSharing: "yes" must be true or false' in note
+    events = len(recorder.events)
+    queues._node_event("ADDED", nodes(1, labels=DEMO, prefix="new")[0])
+    assert queues.config().queues["root.demo"].guaranteed["cpu"] == 12000 and len(recorder.events) == events
+
+    queues._pool_event("MODIFIED", pool("demo", DEMO, disableSharing=True))
+    assert not queues.config().queues["root.demo"].sharing and queues.refused is None
+    assert recorder.events[-1][:3] == ("Pool", "demo", Reason.QUEUES_APPLIED)
+    queues._pool_event("DELETED", pool("masters", MASTER))
+    assert "root.masters" not in queues.config().queues
+
+
+def test_a_pool_named_by_a_configmap_queue_too_is_refused_on_the_pool() -> None:
+    queues, recorder, _changes = source()
+    queues.configmap_changed(configmap(TWO_TEAMS))
+    queues.pools_changed([pool("a", DEMO)])
+    assert "root.default" not in queues.config().queues
+    kind, name, reason, note, _type = recorder.events[-1]
+    assert (kind, name, reason) == ("Pool", "a", Reason.QUEUES_REFUSED) and "configured in one place" in note
+
+
+def annotated(pod: dict[str, Any], pool_name: str) -> dict[str, Any]:
+    pod["metadata"]["annotations"][keys.AI_SCHEDULER_POOL] = pool_name
+    return pod
+
+
+def pools_and_nodes() -> tuple[QueueSource, list[dict[str, Any]]]:
+    """demo's 2 nodes, masters' 1 and one of no Pool, 4 cores each; ai-scheduler's two example Pools."""
+    queues, _recorder, _changes = source()
+    cluster = nodes(2, labels=DEMO, prefix="d") + nodes(1, labels=MASTER, prefix="m") + nodes(1, prefix="c")
+    queues.nodes_changed(cluster)
+    queues.pools_changed([pool("demo", DEMO), pool("masters", MASTER, **EVERYTHING_OFF)])
+    return queues, cluster
+
+
+def test_a_pools_own_gang_takes_back_its_nodes_from_a_gang_that_borrowed_them() -> None:
+    queues, cluster = pools_and_nodes()
+    pods = [
+        *running("borrower", 6, "nowhere", on=["c0", "d0", "d1"], created=1),  # an unknown pool: the default pool
+        annotated(gang("train", 8, created=2), "demo"),
+    ]
+    world = World(cluster, pods, queues)
+    assert queues.placing().place(application(pods[-1])) == "root.demo"
+    waiting = world.ticket("train")
+    assert (
+        isinstance(waiting, Waiting) and "taking back room its queue root.demo lent to root.default" in waiting.message
+    )
+    assert world.admission.reclaim_of(p.AppKey(NS, "borrower")) is not None
+
+
+def test_no_gang_of_another_pool_goes_to_masters_nor_is_held_back_by_its_idle_room() -> None:
+    queues, cluster = pools_and_nodes()
+    # 12 cores outside masters' node: all of them, though masters' 4 stay idle and are nobody's to lend.
+    assert World(cluster, [gang("fits", 12, created=1)], queues).ticket("fits") == Granted()
+    beyond = World(cluster, [annotated(gang("beyond", 13, created=1), "nowhere")], queues).ticket("beyond")
+    assert isinstance(beyond, Granted) and beyond.warning and "more than all matching nodes hold" in beyond.warning

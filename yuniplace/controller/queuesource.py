@@ -1,10 +1,12 @@
 """The queue configuration in force, read where users keep it (YuniKorn's queues.yaml in a ConfigMap,
-Volcano's Queue objects) and applied as it changes, without a restart.
+Volcano's Queue objects, ai-scheduler's Pool objects) and applied as it changes, without a restart.
 
 A source that cannot be read is refused whole: every problem is logged and posted as an event on the
-ConfigMap or Queue that has it, and the last good configuration of that source stays in force, so an
-edit with a typo never touches what is reserved or running. An accepted ConfigMap edit is confirmed by
-an event too, so `kubectl get events -w` shows the outcome of every edit.
+ConfigMap, Queue or Pool that has it, and the last good configuration of that source stays in force, so
+an edit with a typo never touches what is reserved or running. An accepted ConfigMap or Pool edit is
+confirmed by an event too, so `kubectl get events -w` shows the outcome of every edit. A Pool is
+guaranteed what its nodes hold, so the nodes are watched alongside the Pools, and the guarantees follow
+nodes added, removed, relabelled or resized (quietly: no Pool was edited).
 
 Applications are placed by YuniKorn's placement rules once per admission cycle (`placing`): the
 queues rules create exist for as long as an application is placed in them, as in YuniKorn.
@@ -26,12 +28,21 @@ from yuniplace.gang.application import Application, queue_of
 from yuniplace.kube import KubeClient
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
-from yuniplace.queues.config import InvalidQueues, merge, place, read_configmap, read_volcano_queues
+from yuniplace.queues import aischeduler
+from yuniplace.queues.config import (
+    InvalidQueues,
+    merge,
+    place,
+    read_ai_scheduler_pools,
+    read_configmap,
+    read_volcano_queues,
+)
 from yuniplace.queues.model import QueueConfig, QueueSpec
 from yuniplace.queues.placement import PARENT_QUEUE_ANNOTATION, Placement
 
 log = logging.getLogger(__name__)
 VOLCANO_QUEUE_VERSION = "scheduling.volcano.sh/v1beta1"
+POOL_VERSION = aischeduler.API_VERSION
 MAX_PLACEMENTS_KEPT = 20_000  # placements remembered between cycles (an application's inputs rarely change)
 MAX_PROBLEMS_SHOWN = 5
 
@@ -42,6 +53,16 @@ def _problems(error: InvalidQueues, limit: int = MAX_PROBLEMS_SHOWN) -> str:
     shown = "; ".join(str(problem) for problem in error.problems[:limit])
     more = len(error.problems) - limit
     return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def node_view(node: Object) -> dict[str, Any]:
+    """What of a node the Pools' guarantees read: its name, labels and allocatable room. Kept in place
+    of the node, so that its heartbeats and conditions change nothing."""
+    metadata, status = node.get("metadata") or {}, node.get("status") or {}
+    return {
+        "metadata": {"name": metadata.get("name"), "labels": dict(metadata.get("labels") or {})},
+        "status": {"allocatable": dict(status.get("allocatable") or status.get("capacity") or {})},
+    }
 
 
 def _summary(config: QueueConfig) -> str:
@@ -75,6 +96,10 @@ class QueueSource:
         self._yunikorn: QueueConfig | None = None  # the last good queues.yaml
         self._volcano_objects: dict[str, Object] = {}
         self._volcano: QueueConfig = QueueConfig()  # the last good set of Volcano Queues
+        self._pool_objects: dict[str, Object] = {}  # the Pools as they are now, read or not
+        self._good_pools: dict[str, Object] = {}  # the Pools of the last good set
+        self._nodes: dict[str, Object] = {}  # each node's name, labels and allocatable room (`node_view`)
+        self._pools: QueueConfig = QueueConfig()  # the last good set of Pools, guaranteed what the nodes hold
         self._config = QueueConfig()
         self._parent_queues: dict[str, str] = {}  # namespace -> its yunikorn.apache.org/parentqueue
         self._placements: dict[tuple[object, ...], Placement] = {}
@@ -107,7 +132,8 @@ class QueueSource:
                     )
                     return
             self._refusals.pop("configmap", None)
-            changed = self._apply(yunikorn, self._volcano, [(configmap, "v1", "ConfigMap")] if configmap else [])
+            sources = [(configmap, "v1", "ConfigMap")] if configmap else []
+            changed = self._apply(yunikorn, self._volcano, self._pools, sources, confirm=True)
         if configmap is not None and changed is not None:
             self._post(configmap, "v1", "ConfigMap", Reason.QUEUES_APPLIED, changed)
         if changed is not None:
@@ -128,7 +154,7 @@ class QueueSource:
                 self._refuse("volcano", error, named, "the Queues as they were before stay in force")
                 return
             self._refusals.pop("volcano", None)
-            changed = self._apply(self._yunikorn, volcano, objects)
+            changed = self._apply(self._yunikorn, volcano, self._pools, objects)
         if changed is not None:
             self._on_change()
 
@@ -138,19 +164,104 @@ class QueueSource:
             queues[str(queue["metadata"]["name"])] = queue
         self.volcano_queues_changed(queues.values())
 
+    def pools_changed(self, pools: Iterable[Object]) -> None:
+        """ai-scheduler's Pools as they are now. Each Pool new or edited since they were last seen is told
+        the outcome by an event: applied, or refused (and so is each Pool a problem names)."""
+        with self._lock:
+            seen = self._pool_objects
+            # A list's items need not carry their kind; these are Pools by where they were read.
+            self._pool_objects = {
+                str(pool["metadata"]["name"]): {"apiVersion": POOL_VERSION, "kind": aischeduler.KIND, **pool}
+                for pool in pools
+            }
+            edited = [
+                (pool, POOL_VERSION, aischeduler.KIND)
+                for name, pool in self._pool_objects.items()
+                if name not in seen or seen[name].get("spec") != pool.get("spec")
+            ]
+            try:
+                config = read_ai_scheduler_pools(list(self._pool_objects.values()), list(self._nodes.values()))
+            except InvalidQueues as error:
+                # Told: the Pools edited (their edit is not in force) and those a problem names; nobody
+                # when nothing was edited (a relist of the same Pools).
+                named = {problem.source for problem in error.problems}
+                told = [
+                    (pool, POOL_VERSION, aischeduler.KIND)
+                    for name, pool in self._pool_objects.items()
+                    if aischeduler.source_of(name) in named or any(pool is obj for obj, _, _ in edited)
+                ]
+                self._refuse("pools", error, told if edited else [], "the Pools as they were before stay in force")
+                return
+            self._refusals.pop("pools", None)
+            changed = self._apply(
+                self._yunikorn, self._volcano, config, edited, confirm=bool(edited), pool_objects=self._pool_objects
+            )
+        if changed is not None:
+            for obj, api_version, kind in edited:
+                self._post(obj, api_version, kind, Reason.QUEUES_APPLIED, changed)
+            self._on_change()
+
+    def _pool_event(self, kind: str, pool: Object) -> None:
+        pools = {name: p for name, p in self._pool_objects.items() if name != pool["metadata"]["name"]}
+        if kind != "DELETED":
+            pools[str(pool["metadata"]["name"])] = pool
+        self.pools_changed(pools.values())
+
+    def nodes_changed(self, nodes: Iterable[Object]) -> None:
+        """The nodes as they are now, for what each Pool is guaranteed."""
+        views: dict[str, Object] = {str(node["metadata"]["name"]): node_view(node) for node in nodes}
+        with self._lock:
+            if views == self._nodes:
+                return
+            self._nodes = views
+        self._nodes_moved()
+
+    def _node_event(self, kind: str, node: Object) -> None:
+        name = str(node["metadata"]["name"])
+        view = None if kind == "DELETED" else node_view(node)
+        with self._lock:
+            if self._nodes.get(name) == view:
+                return  # a heartbeat, a condition, a taint: nothing a Pool is guaranteed by
+            if view is None:
+                del self._nodes[name]
+            else:
+                self._nodes[name] = view
+        self._nodes_moved()
+
+    def _nodes_moved(self) -> None:
+        """The nodes changed what they hold or which Pool they are in: the last good Pools are read
+        again (they read as before, nodes aside), and the guarantees follow."""
+        with self._lock:
+            if not self._good_pools:
+                return
+            config = read_ai_scheduler_pools(list(self._good_pools.values()), list(self._nodes.values()))
+            changed = self._apply(self._yunikorn, self._volcano, config, [])
+        if changed is not None:
+            self._on_change()
+
     def _apply(
-        self, yunikorn: QueueConfig | None, volcano: QueueConfig, sources: list[tuple[Object, str, str]]
+        self,
+        yunikorn: QueueConfig | None,
+        volcano: QueueConfig,
+        pools: QueueConfig,
+        sources: list[tuple[Object, str, str]],
+        *,
+        confirm: bool = False,
+        pool_objects: Mapping[str, Object] | None = None,
     ) -> str | None:
         """Merge the sources into the configuration in force; what changed, or None if nothing did (or
-        the merge was refused)."""
+        the merge was refused). `sources`: the objects a refusal is posted on; `confirm`: an edit to be
+        confirmed even when it changes nothing; `pool_objects`: the Pools `pools` was read from."""
         try:
-            merged = merge(yunikorn, volcano)
+            merged = merge(yunikorn, volcano, pools)
         except InvalidQueues as error:
             self._refuse("merge", error, sources, "the queues in force stay as they were")
             return None
-        self._yunikorn, self._volcano = yunikorn, volcano
+        self._yunikorn, self._volcano, self._pools = yunikorn, volcano, pools
+        if pool_objects is not None:
+            self._good_pools = dict(pool_objects)
         self._refusals.pop("merge", None)
-        if merged == self._config and sources and sources[0][2] != "ConfigMap":
+        if merged == self._config and not confirm:
             return None
         self._config = merged
         self._placements.clear()
@@ -287,6 +398,28 @@ class QueueSource:
                     on_list=self.volcano_queues_changed,
                     on_event=self._volcano_event,
                     name="volcano queues",
+                )
+            )
+        if (
+            served := served_resources(client, keys.AI_SCHEDULER_API, "ai-scheduler Pools")
+        ) and "pools" in served.names:
+            self._watches.append(
+                ListWatch(
+                    client,
+                    f"{keys.AI_SCHEDULER_API}/pools",
+                    on_list=self.pools_changed,
+                    on_event=self._pool_event,
+                    name="ai-scheduler pools",
+                )
+            )
+            self._watches.append(
+                ListWatch(
+                    client,
+                    "/api/v1/nodes",
+                    on_list=self.nodes_changed,
+                    on_event=self._node_event,
+                    name="nodes of pools",
+                    trim=node_view,
                 )
             )
         for watch in self._watches:

@@ -151,7 +151,7 @@ def queue_of(app: Application) -> str | None:
     """The queue the gang's own dialect puts it in: a Volcano gang's PodGroup `spec.queue` (Volcano's
     `default` when it names none), to be matched with Volcano's Queue of that name. None for every
     other gang, which admission queues by `Application.queue` (YuniKorn's queue label or annotation,
-    else the namespace)."""
+    or the ai-scheduler Pool it names, else the namespace)."""
     if app.pod_group is None or pod_group_dialect(app.members) != Dialect.VOLCANO:
         return None
     return volcano_queue(app.pod_group)

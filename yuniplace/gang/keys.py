@@ -41,8 +41,18 @@ GANG_GROUP = "yuniplace.io/gang-group"
 YUNIKORN_PLACEHOLDER_FLAGS = ("internal.yunikorn.apache.org/placeholder", "yunikorn.apache.org/placeholder")
 YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
 
+# ai-scheduler: the annotation by which a pod names its Pool (resource.aibee.cn/v1alpha1, cluster-scoped),
+# which yuniplace reads as the queue the pod provides.
+AI_SCHEDULER_POOL = "resource.aibee.cn/pool"
+AI_SCHEDULER_API = "/apis/resource.aibee.cn/v1alpha1"
+
 # The queue an application waits in for admission: first found, else the namespace.
-QUEUE_SOURCES = (("label", YUNIKORN_QUEUE), ("annotation", YUNIKORN_QUEUE), ("label", "queue"))
+QUEUE_SOURCES = (
+    ("label", YUNIKORN_QUEUE),
+    ("annotation", YUNIKORN_QUEUE),
+    ("label", "queue"),
+    ("annotation", AI_SCHEDULER_POOL),
+)
 
 # Other gang dialects, each read as one task group built from the pod's own spec.
 COSCHEDULING_NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label

@@ -134,7 +134,7 @@ def carries_task_groups(pod: Mapping[str, Any]) -> bool:
 
 def provided_queue(pod: Mapping[str, Any]) -> str | None:
     """The queue the pod names, where YuniKorn's shim looks: its queue label, then its queue
-    annotation, then a `queue` label."""
+    annotation, then a `queue` label; then the ai-scheduler Pool its annotation names."""
     sources = {"label": labels_of(pod), "annotation": annotations_of(pod)}
     return next((value for where, key in keys.QUEUE_SOURCES if (value := sources[where].get(key))), None)
 

@@ -15,10 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from yuniplace import boundedjson
+
 ANNOTATION = "yunikorn.apache.org/user.info"
 MAX_NAME = 253  # a user or group name longer than a Kubernetes name is not one the API server issued
 MAX_GROUPS = 64
 MAX_TEXT = 16 * 1024
+MAX_DEPTH = 2  # an object holding a list: deeper nesting is never a record, and `[[[…` must not recurse
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ def parse(text: str | None) -> UserInfo | None:
     if not text or len(text) > MAX_TEXT:
         return None
     try:
-        value: Any = json.loads(text)
+        value: Any = boundedjson.loads(text, max_depth=MAX_DEPTH)
     except ValueError:
         return None
     if not isinstance(value, dict):

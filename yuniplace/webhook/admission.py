@@ -1,10 +1,11 @@
 """Admission decisions as pure functions of an AdmissionReview (v1), so every rule is unit-tested
 without a server.
 
-The apiserver only calls the webhook for pods with gang annotations (the chart's matchConditions),
-but the decisions check it again: a pod that is not a gang pod is always allowed, untouched. The
-mutating webhook sees creations; the validating one sees updates too, because the annotations
-yuniplace reads can be edited on a running pod (`kubectl annotate`).
+The apiserver only calls the webhook for pods with gang annotations, and for workloads whose pod
+template has them (the chart's matchConditions), but the decisions check it again: a pod or workload
+that is not a gang's is always allowed, untouched. The mutating webhook sees pod creations and workload
+creations and updates (the requester's record, webhook/identity.py); the validating one sees pod
+updates too, because the annotations yuniplace reads can be edited on a running pod (`kubectl annotate`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,16 @@ from yuniplace.gang.taskgroups import (
     check_member,
     parse_policy,
 )
+from yuniplace.webhook import identity
+from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
 
 YUNIKORN_SCHEDULER = "yunikorn"
+# Another batch scheduler whose users bring pods with `schedulerName: ai-scheduler`.
+AI_SCHEDULER = "ai-scheduler"
+# Schedulers whose pods the webhook may hand to the default scheduler (rewrite.py decides when).
+REWRITTEN_SCHEDULERS = (YUNIKORN_SCHEDULER, AI_SCHEDULER)
 DEFAULT_SCHEDULER = p.DEFAULT_SCHEDULER
+Rewrite = bool | Callable[[str], bool]
 
 
 def _response(
@@ -37,14 +45,16 @@ def _response(
     message: str = "",
     patch: list[dict[str, Any]] | None = None,
     warnings: list[str] | None = None,
+    forbidden: bool = False,
 ) -> dict[str, Any]:
+    """`forbidden`: the refusal is about who asked (403), not about what the object says (400)."""
     answer: dict[str, Any] = {"uid": review.get("request", {}).get("uid", ""), "allowed": allowed}
     if warnings:
         answer["warnings"] = warnings
     if message:
         answer["status"] = {
-            "code": 200 if allowed else 400,
-            "reason": "Invalid" if not allowed else "",
+            "code": 200 if allowed else 403 if forbidden else 400,
+            "reason": "" if allowed else "Forbidden" if forbidden else "Invalid",
             "message": message,
         }
     if patch:
@@ -87,31 +97,117 @@ def native_warnings(pod: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _name(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("name") or str(metadata.get("generateName", "")) + "…")
+
+
+def _rewritten(pod: Mapping[str, Any], rewrite: Rewrite) -> dict[str, Any] | None:
+    """The pod (or pod template) with its schedulerName handed to the default scheduler, when it names
+    one of REWRITTEN_SCHEDULERS and the rewrite is wanted for it; else None. A callable is asked, with
+    the scheduler's name, only for such pods, since asking may cost an API call."""
+    spec = pod.get("spec") or {}
+    name = spec.get("schedulerName")
+    if name not in REWRITTEN_SCHEDULERS or not (rewrite(name) if callable(rewrite) else rewrite):
+        return None
+    return {**pod, "spec": {**spec, "schedulerName": DEFAULT_SCHEDULER}}
+
+
+def _gang_template(
+    workload: Mapping[str, Any], path: tuple[str, ...], rewrite: Rewrite, schedulers: frozenset[str]
+) -> Mapping[str, Any] | None:
+    """The workload's pod template when the pods made from it will be gang pods, else None."""
+    template: Any = workload
+    for key in path:
+        template = template.get(key) if isinstance(template, Mapping) else None
+    if not isinstance(template, Mapping):
+        return None
+    return template if is_gang_pod(_rewritten(template, rewrite) or template, schedulers) else None
+
+
+def _mutate_workload(
+    review: Mapping[str, Any], path: tuple[str, ...], rewrite: Rewrite, schedulers: frozenset[str], trust: Trust
+) -> dict[str, Any]:
+    """Record who created a workload whose pods will be gang pods on its pod template, so the pods its
+    controller makes carry it; keep that record as it is through updates."""
+    request = review.get("request") or {}
+    workload, operation = request.get("object"), request.get("operation")
+    if operation not in ("CREATE", "UPDATE") or not isinstance(workload, dict):
+        return _response(review)
+    template = _gang_template(workload, path, rewrite, schedulers)
+    if template is None:
+        return _response(review)
+    vetted = None
+    if operation == "UPDATE":
+        old = request.get("oldObject")
+        old_template = _gang_template(old, path, rewrite, schedulers) if isinstance(old, dict) else None
+        vetted = (old_template.get("metadata") or {}) if old_template is not None else None
+    kind = str(request.get("kind", {}).get("kind"))
+    who = identity.requester(request)
+    verdict = identity.check(
+        template.get("metadata") or {},
+        "/" + "/".join(path) + "/metadata",
+        vetted=vetted,
+        who=who,
+        trust=trust,
+        subject=f"{kind} {_name(workload)}: its pod template",
+        # A ReplicaSet a controller creates must keep its Deployment's template exactly: with anything
+        # added, the Deployment controller no longer finds it its own and creates another, endlessly.
+        add=not (kind == "ReplicaSet" and who is not None and trust.is_controller(who)),
+        restore=True,
+    )
+    if verdict.denial is not None:
+        return _response(review, allowed=False, message=verdict.denial, forbidden=True)
+    return _response(review, patch=list(verdict.patch), warnings=list(verdict.warnings))
+
+
 def mutate(
     review: Mapping[str, Any],
     *,
-    rewrite_scheduler_name: bool | Callable[[], bool] = False,
+    rewrite_scheduler_name: Rewrite = False,
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
+    trust: Trust = DEFAULT_TRUST,
 ) -> dict[str, Any]:
-    """Gate a gang pod; rewrite `schedulerName: yunikorn` when asked (a callable is asked only for
-    such pods, since asking may cost an API call)."""
+    """Gate a gang pod and record who created it; record who created a gang workload on its pod
+    template; rewrite `schedulerName: yunikorn` (or `ai-scheduler`) when asked."""
+    request = review.get("request") or {}
+    kind = request.get("kind") or {}
+    path = identity.TEMPLATES.get((str(kind.get("group")), str(kind.get("kind"))))
+    if path is not None:
+        return _mutate_workload(review, path, rewrite_scheduler_name, schedulers, trust)
     pod = _pod(review)
     if pod is None:
         return _response(review)
-    spec = pod.get("spec") or {}
     patch: list[dict[str, Any]] = []
-    names_yunikorn = spec.get("schedulerName") == YUNIKORN_SCHEDULER
-    if names_yunikorn and (rewrite_scheduler_name() if callable(rewrite_scheduler_name) else rewrite_scheduler_name):
+    rewritten = _rewritten(pod, rewrite_scheduler_name)
+    if rewritten is not None:
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
-        pod = {**pod, "spec": {**spec, "schedulerName": DEFAULT_SCHEDULER}}
-    # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
-    if is_gang_pod(pod, schedulers) and not spec.get("nodeName"):
-        gates = spec.get("schedulingGates")
-        if not gates:
-            patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})
-        elif not any(g.get("name") == keys.GATE for g in gates):
-            patch.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": keys.GATE}})
-    return _response(review, patch=patch, warnings=native_warnings(pod))
+        pod = rewritten
+    spec = pod.get("spec") or {}
+    warnings = native_warnings(pod)
+    if is_gang_pod(pod, schedulers):
+        # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
+        if not spec.get("nodeName"):
+            gates = spec.get("schedulingGates")
+            if not gates:
+                patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})
+            elif not any(g.get("name") == keys.GATE for g in gates):
+                patch.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": keys.GATE}})
+        verdict = identity.check(
+            pod.get("metadata") or {},
+            "/metadata",
+            vetted=None,
+            who=identity.requester(request),
+            trust=trust,
+            subject=f"pod {_name(pod)}",
+            add=True,
+            restore=False,
+        )
+        if verdict.denial is not None:
+            return _response(review, allowed=False, message=verdict.denial, forbidden=True)
+        patch.extend(verdict.patch)
+        warnings.extend(verdict.warnings)
+    return _response(review, patch=patch, warnings=warnings)
 
 
 def problems_of(
@@ -148,18 +244,40 @@ def problems_of(
 
 
 def validate(
-    review: Mapping[str, Any], limits: Limits = Limits(), schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS
+    review: Mapping[str, Any],
+    limits: Limits = Limits(),
+    schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
+    trust: Trust = DEFAULT_TRUST,
 ) -> dict[str, Any]:
-    """Deny a gang pod created with annotations yuniplace cannot use, or updated into having them. An
-    update that leaves an old problem as it was is let through: the pod exists either way, and
-    refusing every edit of it (its labels, say) would help nobody; the controller reports it."""
+    """Deny a gang pod created with annotations yuniplace cannot use, or updated into having them, and
+    an update of a gang pod's recorded requester by anyone not trusted to write it. An update that
+    leaves an old problem as it was is let through: the pod exists either way, and refusing every edit
+    of it (its labels, say) would help nobody; the controller reports it."""
+    request = review.get("request") or {}
     pod = _pod(review, operations=("CREATE", "UPDATE"))
+    old = _pod(review, "oldObject", ("UPDATE",))
+    if pod is not None and request.get("operation") == "UPDATE" and is_gang_pod(pod, schedulers):
+        verdict = identity.check(
+            pod.get("metadata") or {},
+            "/metadata",
+            vetted=(old.get("metadata") or {}) if old is not None and is_gang_pod(old, schedulers) else None,
+            who=identity.requester(request),
+            trust=trust,
+            subject=f"pod {_name(pod)}",
+            add=False,
+            restore=False,
+        )
+        if verdict.denial is not None:
+            return _response(review, allowed=False, message=verdict.denial, forbidden=True)
     problem = None if pod is None else problems_of(pod, limits, schedulers)
-    if problem is not None and review.get("request", {}).get("operation") == "UPDATE":
-        old = _pod(review, "oldObject", ("UPDATE",))
-        if old is None or problems_of(old, limits, schedulers) == problem:
-            problem = None
-    if problem is None:
+    if (
+        problem is not None
+        and request.get("operation") == "UPDATE"
+        and (old is None or problems_of(old, limits, schedulers) == problem)
+    ):
+        problem = None
+    if problem is None or pod is None:
         return _response(review)
-    name = (pod or {}).get("metadata", {}).get("name") or (pod or {}).get("metadata", {}).get("generateName", "") + "…"
-    return _response(review, allowed=False, message=f"yuniplace: pod {name} has invalid gang annotations: {problem}")
+    return _response(
+        review, allowed=False, message=f"yuniplace: pod {_name(pod)} has invalid gang annotations: {problem}"
+    )

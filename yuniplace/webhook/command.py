@@ -19,11 +19,21 @@ from yuniplace.cliargs import (
     schedulers_from,
 )
 from yuniplace.gang.taskgroups import Limits
+from yuniplace.gang.userinfo import ANNOTATION
 from yuniplace.kube import KubeClient
-from yuniplace.webhook import server
-from yuniplace.webhook.rewrite import Mode, SchedulerNameRewrite
+from yuniplace.webhook import identity, server
+from yuniplace.webhook.rewrite import Mode, rewrites
 
 log = logging.getLogger(__name__)
+
+
+def _pattern(text: str) -> str:
+    """A trusted-requester pattern, checked when the flags are read rather than at the first request."""
+    try:
+        identity.compile_pattern(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def add_webhook_arguments(group: Any, *, required: bool) -> None:
@@ -42,27 +52,69 @@ def add_webhook_arguments(group: Any, *, required: bool) -> None:
         default=Mode.AUTO.value,
         choices=[m.value for m in Mode],
         metavar="auto|always|never",
-        help="rewrite schedulerName: yunikorn to the default scheduler, so that pods written for YuniKorn "
-        "(spark.kubernetes.scheduler.name=yunikorn) are gang-scheduled by yuniplace: auto (default) while "
-        "no YuniKorn scheduler runs in the cluster, always (the flag alone), or never",
+        help="rewrite schedulerName: yunikorn (and ai-scheduler) to the default scheduler, so that pods written "
+        "for YuniKorn (spark.kubernetes.scheduler.name=yunikorn) or ai-scheduler are gang-scheduled by yuniplace: "
+        "auto (default) while the scheduler the pod names does not run in the cluster, always (the flag alone), "
+        "or never",
+    )
+    # Who may carry a record of the requester (ANNOTATION) of their choosing, with YuniKorn's names
+    # (admissionController.accessControl.*). Patterns are searched in the names, as YuniKorn's are.
+    group.add_argument(
+        "--trust-controllers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"trust the requesters --system-users matches, Kubernetes' controllers, to create gang pods and "
+        f"workloads carrying the {ANNOTATION} their template gave them (default: on; off refuses it from them)",
+    )
+    group.add_argument(
+        "--system-users",
+        action="append",
+        type=_pattern,
+        metavar="REGEX",
+        help="a regular expression matching Kubernetes' controllers (repeatable; default: "
+        + " and ".join(identity.SYSTEM_USERS)
+        + ")",
+    )
+    group.add_argument(
+        "--external-users",
+        action="append",
+        type=_pattern,
+        metavar="REGEX",
+        help=f"a regular expression matching users trusted to set {ANNOTATION} to anything, e.g. an operator "
+        "that submits for others (repeatable; searched anywhere in the name: anchor it with ^ and $)",
+    )
+    group.add_argument(
+        "--external-groups",
+        action="append",
+        type=_pattern,
+        metavar="REGEX",
+        help=f"a regular expression matching groups whose members are trusted to set {ANNOTATION} to anything "
+        "(repeatable)",
     )
 
 
 def start_webhook(args: argparse.Namespace, limits: Limits, client: KubeClient | None) -> ThreadingHTTPServer:
-    """`client` lets `--rewrite-scheduler-name=auto` ask whether YuniKorn runs (None: never rewrite in auto)."""
+    """`client` lets `--rewrite-scheduler-name=auto` ask whether YuniKorn (or ai-scheduler) runs (None: never
+    rewrite in auto)."""
     if not args.tls_cert_file or not args.tls_key_file:
         raise SystemExit(
             "yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file "
             "(the apiserver only calls webhooks over HTTPS)"
         )
-    rewrite = SchedulerNameRewrite(Mode(args.rewrite_scheduler_name), client)
+    trust = identity.Trust.of(
+        controllers=args.trust_controllers,
+        system_users=args.system_users or identity.SYSTEM_USERS,
+        external_users=args.external_users or (),
+        external_groups=args.external_groups or (),
+    )
     return server.serve(
         args.webhook_address,
         args.tls_cert_file,
         args.tls_key_file,
-        rewrite=rewrite,
+        rewrites=rewrites(Mode(args.rewrite_scheduler_name), client),
         limits=limits,
         schedulers=schedulers_from(args),
+        trust=trust,
     )
 
 
@@ -70,13 +122,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "webhook",
         help="run the admission webhook alone",
-        description="Mutating: add the yuniplace.io/gang scheduling gate to pods with gang annotations. "
-        "Validating: deny pods whose gang annotations are invalid, naming the field and the value.",
+        description="Mutating: add the yuniplace.io/gang scheduling gate to pods with gang annotations, and record "
+        f"who created them (and gang workloads) in {ANNOTATION}. Validating: deny pods whose gang annotations are "
+        "invalid, naming the field and the value, and edits of the record by requesters not trusted to write it.",
     )
     add_webhook_arguments(parser, required=True)
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file, to see whether YuniKorn runs for --rewrite-scheduler-name=auto "
+        help="kubeconfig file, to see whether YuniKorn or ai-scheduler runs for --rewrite-scheduler-name=auto "
         "(default: $KUBECONFIG, ~/.kube/config, or in-cluster)",
     )
     add_limit_arguments(parser)

@@ -1,8 +1,9 @@
-"""Whether to rewrite `schedulerName: yunikorn` to the default scheduler.
+"""Whether to rewrite `schedulerName: yunikorn` (or `ai-scheduler`) to the default scheduler.
 
 YuniKorn's documentation tells Spark users to set `spark.kubernetes.scheduler.name=yunikorn`. Where
 YuniKorn runs, its pods are its own; where it does not, nothing would ever schedule them, so a drop-in
-rewrites them and yuniplace gangs them instead. `auto` asks the cluster which case it is.
+rewrites them and yuniplace gangs them instead. Users of ai-scheduler, another batch scheduler, bring
+pods naming it the same way. `auto` asks the cluster which case it is, scheduler by scheduler.
 """
 
 from __future__ import annotations
@@ -16,55 +17,80 @@ from collections.abc import Callable
 import urllib3
 
 from yuniplace.kube import ApiError, KubeClient
+from yuniplace.webhook.admission import AI_SCHEDULER, REWRITTEN_SCHEDULERS, YUNIKORN_SCHEDULER
 
 log = logging.getLogger(__name__)
 
-# The labels YuniKorn's Helm chart gives its scheduler's pods.
-YUNIKORN_SCHEDULER_SELECTOR = "component=yunikorn-scheduler"
+# The labels that mark a scheduler's own pods, any one of them: the one YuniKorn's Helm chart gives its
+# scheduler; ai-scheduler's documentation names none, so the labels a Helm chart's scaffold (Helm 2's,
+# Helm 3's) and a kube-scheduler-style deployment give a scheduler of that name.
+RUNNING_SELECTORS = {
+    YUNIKORN_SCHEDULER: ("component=yunikorn-scheduler",),
+    AI_SCHEDULER: ("app=ai-scheduler", "app.kubernetes.io/name=ai-scheduler", "component=ai-scheduler"),
+}
 CACHE_S = 10.0
 
 
 class Mode(enum.Enum):
-    AUTO = "auto"  # rewrite while no YuniKorn scheduler runs in the cluster
+    AUTO = "auto"  # rewrite while the scheduler the pod names does not run in the cluster
     ALWAYS = "always"
     NEVER = "never"
 
 
 class SchedulerNameRewrite:
-    def __init__(self, mode: Mode, client: KubeClient | None, clock: Callable[[], float] = time.monotonic) -> None:
+    """The decision for the pods naming one scheduler (YuniKorn's unless told)."""
+
+    def __init__(
+        self,
+        mode: Mode,
+        client: KubeClient | None,
+        clock: Callable[[], float] = time.monotonic,
+        scheduler: str = YUNIKORN_SCHEDULER,
+    ) -> None:
         self.mode = mode
+        self.scheduler = scheduler
+        self._selectors = RUNNING_SELECTORS[scheduler]
         self._client = client
         self._clock = clock
         self._lock = threading.Lock()
         self._checked_at = -CACHE_S
-        self._yunikorn_runs: bool | None = None
+        self._runs: bool | None = None
 
     def wanted(self) -> bool:
         if self.mode != Mode.AUTO:
             return self.mode == Mode.ALWAYS
-        return self._yunikorn_running() is False
+        return self._running() is False
 
-    def _yunikorn_running(self) -> bool | None:
-        """Whether a YuniKorn scheduler pod runs, asked at most every CACHE_S; None when the cluster
-        cannot be asked (then nothing is rewritten: YuniKorn's pods are never taken from it)."""
+    def _running(self) -> bool | None:
+        """Whether a pod of the scheduler runs (one of its selectors finds a Running pod), asked at most
+        every CACHE_S; None when the cluster cannot be asked (then nothing is rewritten: a scheduler's
+        pods are never taken from it)."""
         with self._lock:
             if self._clock() - self._checked_at < CACHE_S:
-                return self._yunikorn_runs
+                return self._runs
             self._checked_at = self._clock()
-            if self._client is None:
-                self._yunikorn_runs = None
+            self._runs = None
+            client = self._client
+            if client is None:
                 return None
             try:
-                pods = self._client.request(
-                    "GET", "/api/v1/pods", query={"labelSelector": YUNIKORN_SCHEDULER_SELECTOR}, retry=False
-                )["items"]
+                self._runs = any(_finds_running(client, selector) for selector in self._selectors)
             except (ApiError, OSError, urllib3.exceptions.HTTPError) as error:
                 log.warning(
-                    "cannot tell whether YuniKorn's scheduler runs (%s): schedulerName yunikorn is left as it is; "
+                    "cannot tell whether %s's scheduler runs (%s): schedulerName %s is left as it is; "
                     "set the chart's webhook.rewriteSchedulerName to always or never to decide",
+                    self.scheduler,
                     error,
+                    self.scheduler,
                 )
-                self._yunikorn_runs = None
-                return None
-            self._yunikorn_runs = any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
-            return self._yunikorn_runs
+            return self._runs
+
+
+def _finds_running(client: KubeClient, selector: str) -> bool:
+    pods = client.request("GET", "/api/v1/pods", query={"labelSelector": selector}, retry=False)["items"]
+    return any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
+
+
+def rewrites(mode: Mode, client: KubeClient | None) -> dict[str, SchedulerNameRewrite]:
+    """One decision per scheduler whose pods may be rewritten."""
+    return {name: SchedulerNameRewrite(mode, client, scheduler=name) for name in REWRITTEN_SCHEDULERS}

@@ -19,6 +19,7 @@ from yuniplace import boundedjson
 from yuniplace.gang.pods import DEFAULT_SCHEDULERS
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.webhook import admission
+from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
 from yuniplace.webhook.rewrite import SchedulerNameRewrite
 
 log = logging.getLogger(__name__)
@@ -124,17 +125,19 @@ def serve(
     cert_file: str,
     key_file: str,
     *,
-    rewrite: SchedulerNameRewrite,
+    rewrites: Mapping[str, SchedulerNameRewrite],
     limits: Limits = Limits(),
     schedulers: frozenset[str] = DEFAULT_SCHEDULERS,
+    trust: Trust = DEFAULT_TRUST,
 ) -> ThreadingHTTPServer:
-    """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one)."""
+    """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one). `rewrites`:
+    whether to rewrite each scheduler name (admission.REWRITTEN_SCHEDULERS) to the default scheduler."""
     host, _, port = address.rpartition(":")
     routes: dict[str, Decide] = {
         "/mutate": lambda review: admission.mutate(
-            review, rewrite_scheduler_name=rewrite.wanted, schedulers=schedulers
+            review, rewrite_scheduler_name=lambda name: rewrites[name].wanted(), schedulers=schedulers, trust=trust
         ),
-        "/validate": lambda review: admission.validate(review, limits, schedulers),
+        "/validate": lambda review: admission.validate(review, limits, schedulers, trust),
     }
     server = _Server((host or "0.0.0.0", int(port)), ReloadingContext(cert_file, key_file), routes)
     threading.Thread(target=server.serve_forever, name="webhook", daemon=True).start()

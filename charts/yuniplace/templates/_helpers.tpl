@@ -188,11 +188,57 @@ The webhooks' caBundle (base64 PEM), or nothing when cert-manager injects it.
 {{- end }}
 
 {{/*
-Match conditions (CEL): the apiserver calls the webhooks only for pods carrying gang annotations, so
-with failurePolicy Fail a webhook that is down never blocks any other pod.
+Match conditions (CEL): the apiserver calls the webhooks only for pods carrying gang annotations, and
+workloads whose pod template carries them, so with failurePolicy Fail a webhook that is down never
+blocks any other pod or workload.
 */}}
 {{- define "yuniplace.gangPodCEL" -}}
-(has(object.metadata.annotations) && ('yunikorn.apache.org/task-groups' in object.metadata.annotations || 'yunikorn.apache.org/task-group-name' in object.metadata.annotations || 'gang.scheduling.koordinator.sh/name' in object.metadata.annotations || 'scheduling.k8s.io/group-name' in object.metadata.annotations)) || (has(object.metadata.labels) && ('pod-group.scheduling.sigs.k8s.io/name' in object.metadata.labels || 'scheduling.x-k8s.io/pod-group' in object.metadata.labels))
+{{- include "yuniplace.gangMetadataCEL" "object.metadata" }}
+{{- end }}
+
+{{/*
+Whether the metadata at a CEL path (e.g. "object.metadata") carries a gang marker of any dialect.
+*/}}
+{{- define "yuniplace.gangMetadataCEL" -}}
+{{- $m := . -}}
+(has({{ $m }}.annotations) && ('yunikorn.apache.org/task-groups' in {{ $m }}.annotations || 'yunikorn.apache.org/task-group-name' in {{ $m }}.annotations || 'gang.scheduling.koordinator.sh/name' in {{ $m }}.annotations || 'scheduling.k8s.io/group-name' in {{ $m }}.annotations)) || (has({{ $m }}.labels) && ('pod-group.scheduling.sigs.k8s.io/name' in {{ $m }}.labels || 'scheduling.x-k8s.io/pod-group' in {{ $m }}.labels))
+{{- end }}
+
+{{/*
+CEL testing that every field along a path exists; call with (list "object" "spec.template"). A missing
+field is an evaluation error in CEL, which failurePolicy Fail would turn into a refusal.
+*/}}
+{{- define "yuniplace.hasPathCEL" -}}
+{{- $prefix := index . 0 -}}
+{{- $terms := list -}}
+{{- range splitList "." (index . 1) -}}
+{{- $prefix = printf "%s.%s" $prefix . -}}
+{{- $terms = append $terms (printf "has(%s)" $prefix) -}}
+{{- end -}}
+{{- join " && " $terms -}}
+{{- end }}
+
+{{/*
+The workloads the mutating webhook records the requester of (call with the pod template's path, e.g.
+"spec.template"): those whose pod template carries gang markers, at creation, and on an update that
+changes the pod template (the record lives there; updates that leave it, such as scaling, are never sent).
+*/}}
+{{- define "yuniplace.gangTemplateCEL" -}}
+{{- $path := . -}}
+{{- $template := printf "object.%s" $path -}}
+{{- $old := printf "oldObject.%s" $path -}}
+{{ include "yuniplace.hasPathCEL" (list "object" (printf "%s.metadata" $path)) }} && ({{ include "yuniplace.gangMetadataCEL" (printf "%s.metadata" $template) }}) && (request.operation == 'CREATE' || !({{ include "yuniplace.hasPathCEL" (list "oldObject" $path) }}) || {{ $template }} != {{ $old }})
+{{- end }}
+
+{{/*
+Whether an update changes a pod's record of its requester (yunikorn.apache.org/user.info): sent to
+the validating webhook whoever makes it.
+*/}}
+{{- define "yuniplace.recordChangedCEL" -}}
+{{- $key := "'yunikorn.apache.org/user.info'" -}}
+{{- $new := printf "(has(object.metadata.annotations) && %s in object.metadata.annotations)" $key -}}
+{{- $old := printf "(has(oldObject.metadata.annotations) && %s in oldObject.metadata.annotations)" $key -}}
+({{ $new }} != {{ $old }} || ({{ $new }} && {{ $old }} && object.metadata.annotations[{{ $key }}] != oldObject.metadata.annotations[{{ $key }}]))
 {{- end }}
 
 {{/*
@@ -217,6 +263,54 @@ webhook.rewriteSchedulerName, checked: auto, always or never (true and false rea
 {{- fail (printf "webhook.rewriteSchedulerName must be auto, always or never, not %q" $mode) -}}
 {{- end -}}
 {{- $mode -}}
+{{- end }}
+
+{{/*
+webhook.accessControl as the webhook's flags (YAML list items, quoted: patterns hold `:`, `#`, `$`).
+*/}}
+{{- define "yuniplace.accessControlArgs" -}}
+{{- $access := .Values.webhook.accessControl -}}
+{{- $trust := $access.trustControllers | toString -}}
+{{- if not (has $trust (list "true" "false")) -}}
+{{- fail (printf "webhook.accessControl.trustControllers must be true or false, not %q" $trust) -}}
+{{- end -}}
+{{- $system := include "yuniplace.patterns" (list "systemUsers" $access.systemUsers) | fromJsonArray -}}
+{{- if or (eq $trust "false") (not $system) }}
+- --no-trust-controllers
+{{- end }}
+{{- range $system }}
+- {{ printf "--system-users=%s" . | quote }}
+{{- end }}
+{{- range include "yuniplace.patterns" (list "externalUsers" $access.externalUsers) | fromJsonArray }}
+- {{ printf "--external-users=%s" . | quote }}
+{{- end }}
+{{- range include "yuniplace.patterns" (list "externalGroups" $access.externalGroups) | fromJsonArray }}
+- {{ printf "--external-groups=%s" . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+A list of patterns of webhook.accessControl as JSON; call with (list "valueName" value). A string is read
+as YuniKorn's configmap writes these: comma-separated, blanks around each trimmed, empty ones skipped. An
+empty pattern in a list, which would match every name, is refused.
+*/}}
+{{- define "yuniplace.patterns" -}}
+{{- $name := index . 0 -}}
+{{- $value := index . 1 | default list -}}
+{{- $patterns := list -}}
+{{- if kindIs "string" $value -}}
+{{- range splitList "," $value -}}
+{{- with trim . }}{{ $patterns = append $patterns . }}{{ end -}}
+{{- end -}}
+{{- else -}}
+{{- range $value -}}
+{{- if not (toString .) -}}
+{{- fail (printf "webhook.accessControl.%s: an empty pattern would match every name" $name) -}}
+{{- end -}}
+{{- $patterns = append $patterns (toString .) -}}
+{{- end -}}
+{{- end -}}
+{{- $patterns | toJson -}}
 {{- end }}
 
 {{/*
@@ -289,11 +383,12 @@ objectSelector:
 {{- end }}
 
 {{/*
-An update is sent to the validating webhook only when it changes a pod's annotations or labels (what
-yuniplace reads can be edited on a running pod), and never for the controller's own writes.
+An update is sent to the validating webhook only when it changes a pod's record of its requester, or
+its annotations or labels (what yuniplace reads can be edited on a running pod) other than by the
+controller's own writes.
 */}}
 {{- define "yuniplace.editedByOthersCEL" -}}
-request.operation == 'CREATE' || (request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:{{ include "yuniplace.serviceAccountName" . }}' && (has(object.metadata.annotations) != has(oldObject.metadata.annotations) || (has(object.metadata.annotations) && object.metadata.annotations != oldObject.metadata.annotations) || has(object.metadata.labels) != has(oldObject.metadata.labels) || (has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)))
+request.operation == 'CREATE' || {{ include "yuniplace.recordChangedCEL" . }} || (request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:{{ include "yuniplace.serviceAccountName" . }}' && (has(object.metadata.annotations) != has(oldObject.metadata.annotations) || (has(object.metadata.annotations) && object.metadata.annotations != oldObject.metadata.annotations) || has(object.metadata.labels) != has(oldObject.metadata.labels) || (has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)))
 {{- end }}
 
 {{/*

@@ -1,0 +1,113 @@
+"""`schedulerName: ai-scheduler` handed to the default scheduler as `yunikorn` is: each scheduler's
+pods are rewritten while that scheduler does not run."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from yuniplace.gang import keys
+from yuniplace.kube import Forbidden
+from yuniplace.webhook.admission import mutate
+from yuniplace.webhook.rewrite import CACHE_S, RUNNING_SELECTORS, Mode, SchedulerNameRewrite, rewrites
+
+
+class Pods:
+    """The API calls a rewrite makes: pods by label selector, some of them Running."""
+
+    def __init__(self, running: set[str] | None = None, fail: bool = False) -> None:
+        self.running = running or set()
+        self.fail = fail
+        self.selectors: list[str] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        assert (method, path) == ("GET", "/api/v1/pods")
+        selector = kwargs["query"]["labelSelector"]
+        self.selectors.append(selector)
+        if self.fail:
+            raise Forbidden(403, "Forbidden", "pods is forbidden")
+        phase = "Running" if selector in self.running else "Pending"
+        return {"items": [{"status": {"phase": phase}}]}
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ai_scheduler(pods: Pods, mode: Mode = Mode.AUTO, clock: Clock | None = None) -> SchedulerNameRewrite:
+    return SchedulerNameRewrite(mode, pods, clock or Clock(), scheduler="ai-scheduler")  # type: ignore[arg-type]
+
+
+def test_auto_rewrites_while_no_ai_scheduler_pod_runs_under_any_of_its_labels() -> None:
+    pods = Pods()
+    assert ai_scheduler(pods).wanted() is True
+    assert pods.selectors == ["app=ai-scheduler", "app.kubernetes.io/name=ai-scheduler", "component=ai-scheduler"]
+    for selector in RUNNING_SELECTORS["ai-scheduler"]:
+        assert ai_scheduler(Pods({selector})).wanted() is False, selector
+
+
+def test_auto_rewrites_nothing_when_it_cannot_tell_and_asks_again_later() -> None:
+    pods, clock = Pods(fail=True), Clock()
+    decide = ai_scheduler(pods, clock=clock)
+    assert decide.wanted() is False and decide.wanted() is False and len(pods.selectors) == 1
+    pods.fail = False
+    clock.now += CACHE_S
+    assert decide.wanted() is True
+
+
+@pytest.mark.parametrize(("mode", "expected"), [(Mode.ALWAYS, True), (Mode.NEVER, False)])
+def test_always_and_never_ask_nobody(mode: Mode, expected: bool) -> None:
+    pods = Pods({"app=ai-scheduler"})
+    assert ai_scheduler(pods, mode).wanted() is expected and pods.selectors == []
+
+
+def test_each_scheduler_is_decided_on_its_own() -> None:
+    pods = Pods({"component=yunikorn-scheduler"})
+    decisions = rewrites(Mode.AUTO, pods)  # type: ignore[arg-type]
+    assert decisions["yunikorn"].wanted() is False and decisions["ai-scheduler"].wanted() is True
+
+
+def pod(scheduler: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "annotations": {keys.TASK_GROUP_NAME: "workers"}},
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "c"}]},
+    }
+
+
+def ops(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    response = answer["response"]
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def review(subject: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "request": {
+            "uid": "u",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "object": subject,
+        }
+    }
+
+
+def test_a_pod_naming_ai_scheduler_is_handed_to_the_default_scheduler_and_gated() -> None:
+    asked: list[str] = []
+
+    def wanted(name: str) -> bool:
+        asked.append(name)
+        return name == "ai-scheduler"
+
+    answer = ops(mutate(review(pod("ai-scheduler")), rewrite_scheduler_name=wanted))
+    assert {"op": "replace", "path": "/spec/schedulerName", "value": "default-scheduler"} in answer
+    assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in answer
+    assert ops(mutate(review(pod("yunikorn")), rewrite_scheduler_name=wanted)) == []
+    assert ops(mutate(review(pod("volcano")), rewrite_scheduler_name=wanted)) == []
+    assert asked == ["ai-scheduler", "yunikorn"]  # never asked for a scheduler it does not rewrite
+    # Left to a running ai-scheduler, the pod is its own.
+    assert ops(mutate(review(pod("ai-scheduler")), rewrite_scheduler_name=False)) == []
