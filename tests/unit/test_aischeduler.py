@@ -78,10 +78,10 @@ def test_the_example_pools_own_their_nodes_and_demo_is_guaranteed_what_they_hold
     assert demo.node_selector == {"pool": "demo"} and demo.source == "ai-scheduler Pool demo"
     assert demo.guaranteed == {"cpu": 12000, "memory": 48 * GI * 1000, "pods": 220_000} and demo.max is None
     assert (demo.sharing, demo.borrowing, demo.preemption, demo.reclaimable) == (True, True, True, True)
-    # Nobody else's gang goes to masters' nodes (it does not share), so it is kept for it without a
-    # guarantee, and its gangs, which cannot leave them, use them without one.
-    assert masters.node_selector == {"kubernetes.io/role": "master"} and masters.guaranteed == {}
-    assert (masters.sharing, masters.borrowing, masters.preemption, masters.reclaimable) == (False, True, False, True)
+    # Nobody else's gang goes to masters' nodes (it does not share); it is guaranteed them all the same.
+    assert masters.node_selector == {"kubernetes.io/role": "master"}
+    assert masters.guaranteed == {"cpu": 4000, "memory": 16 * GI * 1000, "pods": 110_000}
+    assert (masters.sharing, masters.borrowing, masters.preemption, masters.reclaimable) == (False, False, False, True)
     assert config.warnings == ()
     assert read_ai_scheduler_pools([]).empty
 
@@ -100,7 +100,7 @@ def test_each_switch_turns_its_side_off() -> None:
     switches = {path: (q.sharing, q.borrowing, q.preemption) for path, q in config.queues.items()}
     assert switches == {
         "root": (True, True, True),
-        "root.alone": (False, True, True),
+        "root.alone": (False, False, True),
         "root.away": (True, False, True),
         "root.borrows": (True, True, True),
         "root.keeps": (True, True, False),

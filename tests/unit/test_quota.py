@@ -169,3 +169,15 @@ def test_reclaim_takes_whole_gangs_and_only_from_queues_above_their_guarantee(
         assert replay.borrowed(victim.queue).get(CPU, 0) > 0, "taken from a queue at or below its guarantee"
         replay.release(victim.queue, victim.amounts)
     assert enough(victims)
+
+
+def test_the_idle_guarantee_of_a_pool_that_does_not_share_is_kept_by_its_nodes_alone() -> None:
+    """Others' gangs are kept off the pool's nodes, so its idle room is not in their free room: it must
+    not be held out of it a second time."""
+    tree = config(
+        QueueSpec("root.a", guaranteed=cores(4)),
+        QueueSpec("root.pool", guaranteed=cores(8), node_selector={"pool": "x"}, sharing=False),
+        QueueSpec("root.b"),
+    )
+    ledger = Ledger(tree, {})
+    assert ledger.borrowing_blocked("root.b", cores(4), cores(4)) is None

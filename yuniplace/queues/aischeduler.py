@@ -16,10 +16,7 @@ its idle nodes, whose room it takes back when it needs it.
   Pool's guarantee (each such Pool is warned of it), but the gangs of those Pools may still be placed on
   it, since a pool cannot keep its gangs off the nodes another pool also selects.
 - `spec.disableSharing` is the inverse of `sharing`: a Pool that does not share is kept off by every
-  other queue's gangs (node affinity). Such a Pool is guaranteed nothing: nobody else can use its nodes,
-  so it has nothing to take back, and a guarantee would hold its idle room out a second time from the
-  free room borrowers elsewhere may use. Its gangs cannot leave its nodes either, so `borrowing` is on
-  for it, whatever `disableBorrowing` says: using its own nodes is no borrowing from anyone.
+  other queue's gangs (node affinity), so nobody borrows its nodes.
 - `spec.disableBorrowing` is the inverse of `borrowing`. In ai-scheduler a pool that borrows may have
   its pods placed on the idle nodes of other pools; in yuniplace a queue's gangs never leave its pool,
   so a Pool with nodes only ever uses its own (a Pool without nodes borrows, as in ai-scheduler).
@@ -110,7 +107,7 @@ class _Pool:
 
 def read_ai_scheduler_pools(pools: Sequence[Any], nodes: Sequence[Any] = ()) -> QueueConfig:
     """The Pools as a queue configuration (root included, each Pool's name in QueueConfig.names), each
-    Pool that shares guaranteed what the `nodes` it alone selects hold; empty without any Pool.
+    Pool guaranteed what the `nodes` it alone selects hold; empty without any Pool.
     InvalidQueues lists every problem, each naming the Pool and the field."""
     if not pools:
         return QueueConfig()
@@ -180,16 +177,13 @@ def _read(raw: Any, index: int, findings: Findings) -> _Pool | None:
     selector = reader.node_selector(spec.get("nodeSelector"))
     disable = {switch: reader.flag(spec.get(switch), f"spec.{switch}") for switch in SWITCHES}
     reader.ignored(spec)
-    sharing = not disable["disableSharing"]
     return _Pool(
         name,
         QueueSpec(
             path=f"{ROOT}.{queue_name}",
             node_selector=selector,
-            sharing=sharing,
-            # A Pool that does not share is guaranteed nothing (its nodes are kept for it by node
-            # affinity), so its gangs use its nodes beyond its guarantee: on, or they could use none.
-            borrowing=not disable["disableBorrowing"] or (bool(selector) and not sharing),
+            sharing=not disable["disableSharing"],
+            borrowing=not disable["disableBorrowing"],
             preemption=not disable["disablePreemption"],
             source=source,
         ),
@@ -308,7 +302,7 @@ def _same_selectors(pools: Iterable[_Pool], findings: Findings) -> None:
 
 
 def _guarantees(pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Findings) -> dict[str, dict[str, int]]:
-    """What each Pool that shares is guaranteed: the allocatable room of the nodes it alone selects.
+    """What each Pool is guaranteed: the allocatable room of the nodes it alone selects.
     Nodes more than one Pool selects are warned of on each such Pool (the first other Pool named)."""
     by_label: dict[tuple[str, str], list[_Pool]] = {}
     for pool in pools.values():
@@ -331,7 +325,7 @@ def _guarantees(pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Find
             for pool in matching:
                 other = next(name for name in names if name != pool.name)
                 shared.setdefault(pool.name, (other, []))[1].append(str(metadata.get("name")))
-        elif matching and matching[0].spec.sharing:
+        elif matching:
             into = guaranteed.setdefault(matching[0].name, {})
             for resource, amount in _allocatable(node).items():
                 into[resource] = into.get(resource, 0) + amount

@@ -178,6 +178,9 @@ class Ledger:
                 _add(lent[queue.path], {name: amount for name, amount in share.items() if amount})
         return lent
 
+    def _owns_pool(self, path: str) -> bool:
+        return any(queue.node_selector for queue in self.config.ancestors(path))
+
     def over_max(self, path: str, needs: Amounts) -> Blocked | None:
         """The first queue, the queue itself or an ancestor, whose max the gang would pass."""
         for queue in self.config.ancestors(path):
@@ -218,7 +221,9 @@ class Ledger:
             )
         kept: dict[str, int] = {}
         for other in self.config.leaves():
-            if other.path != path and not other.sharing:
+            # A queue that owns a pool keeps its idle room by keeping others off its nodes: that room is
+            # not in `free` already, and counting it here too would hold it out twice.
+            if other.path != path and not other.sharing and not self._owns_pool(other.path):
                 _add(kept, self.idle_guarantee(other.path))
         for name, amount in needs.items():
             # Short of free room at all is the room's to say (the gang waits for capacity); here only
