@@ -693,7 +693,11 @@ def test_volcano_queues_map_to_the_model() -> None:
     q = config.queues
     assert list(q) == ["root", "root.default", "root.lender", "root.old", "root.team", "root.team.ml_dot_gpu"]
     assert q["root.team"].guaranteed == {"cpu": 8000} and q["root.team"].max == {"cpu": 16000, "memory": 64 * GI * 1000}
-    assert q["root.team"].weight == 4 and q["root.team"].sharing and q["root.team"].open
+    assert q["root.team"].sharing and q["root.team"].open
+    assert (
+        "Volcano Queue team: spec.weight: 4 has no effect: yuniplace does not divide room between queues by weight"
+        in (config.warnings)
+    )
     gpu = q["root.team.ml_dot_gpu"]
     # deserved where it names the resource, else guarantee; a reservation is not lent.
     assert gpu.guaranteed == {"cpu": 4000, "memory": 8 * GI * 1000}
@@ -712,6 +716,7 @@ def test_volcano_queues_map_to_the_model() -> None:
     }
     assert config.warnings == (
         "Volcano Queue root: spec: [\"capability\"] of the root Queue have no effect: the root's room is the cluster's",
+        "Volcano Queue team: spec.weight: 4 has no effect: yuniplace does not divide room between queues by weight",
     )
 
 

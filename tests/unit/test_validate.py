@@ -297,7 +297,9 @@ def test_a_configmap_and_volcano_queues_are_checked_together(
     assert code == 1 and out.splitlines() == [
         f'{manifests}: error: Volcano Queue ml: root.ml: "ml" is also configured in ConfigMap yunikorn-configs '
         "queues.yaml: each queue is configured in one place",
-        "FAIL: 1 file(s), 0 gang pod(s), 1 error(s), 0 warning(s), 4 queue(s)",
+        f"{manifests}: warning: Volcano Queue ml: spec.weight: 2 has no effect: yuniplace does not divide room "
+        "between queues by weight",
+        "FAIL: 1 file(s), 0 gang pod(s), 1 error(s), 1 warning(s), 4 queue(s)",
     ]
 
 

@@ -79,7 +79,6 @@ class QueueSpec:
     # YuniKorn's preemption.policy disabled (its pods are never victims), Volcano's reclaimable: false.
     reclaimable: bool = True
     open: bool = True  # takes new applications (False: a Volcano Queue that is Closed or Closing)
-    weight: int = 1  # Volcano's weight: kept for when shares are weighted; today every queue weighs the same
     max_applications: int = 0  # YuniKorn's maxapplications: applications running at once; 0: no limit
     limits: tuple[Limit, ...] = ()  # per user and per group
 

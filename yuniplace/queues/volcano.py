@@ -7,7 +7,7 @@
   guarantee and keep the other, a queue with a reservation does not lend (sharing off) unless its
   annotation `yuniplace.io/sharing` says otherwise. guarantee ≤ deserved ≤ capability, per resource.
 - `spec.reclaimable: false`: what it uses beyond its share is never taken back (QueueSpec.reclaimable).
-- `spec.weight` is kept (QueueSpec.weight); yuniplace does not divide room by weight yet.
+- `spec.weight` is checked, and warned of when it is not 1: yuniplace does not divide room by weight.
 - `spec.parent` builds the tree (Volcano's hierarchical queues): `root.<parent chain>.<name>`; a queue
   without one sits under root; the Queue named root is the root, whose room is the cluster's. A dot in a
   name becomes `_dot_` in the path (YuniKorn's rule for names made into queues); applications may still
@@ -161,6 +161,7 @@ class _Reader:
         self.ignored(spec)
         own = self.annotations(annotations)
         selector = self.pool(spec.get("affinity"), own.get(yunikorn_properties.NODE_SELECTOR, ""))
+        self.weight(spec.get("weight"))
         sharing = own.get(yunikorn_properties.SHARING)
         return _Queue(
             name,
@@ -175,7 +176,6 @@ class _Reader:
                 source=self.source,
                 reclaimable=self.flag(spec.get("reclaimable"), "spec.reclaimable"),
                 open=self.open(status, spec.get("state")),
-                weight=self.weight(spec.get("weight")),
             ),
             written,
         )
@@ -219,13 +219,13 @@ class _Reader:
             return True
         return raw
 
-    def weight(self, raw: Any) -> int:
-        if raw is None:
-            return 1
+    def weight(self, raw: Any) -> None:
+        if raw is None or raw == 1:
+            return
         if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_WEIGHT:
             self.error("spec.weight", raw, f"must be a whole number from 1 to {MAX_WEIGHT}")
-            return 1
-        return raw
+        else:
+            self.warn("spec.weight", raw, "has no effect: yuniplace does not divide room between queues by weight")
 
     def open(self, status: Any, deprecated: Any) -> bool:
         """Closed or Closing in the status (Volcano's word), or, without one, in the older spec.state."""
