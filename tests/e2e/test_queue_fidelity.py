@@ -1,16 +1,28 @@
 """Queue settings that must do what the README says they do, on the real control plane: ordering by
-arrival alone when priority sorting is disabled, a queue whose gangs are never reclaim's victims, and
-reclaim that takes no more gangs than the waiting gang needs, whatever starts the next admission cycle.
-Outcomes and orders are asserted, never times."""
+arrival alone when priority sorting is disabled, a queue whose gangs are never reclaim's victims,
+reclaim that takes no more gangs than the waiting gang needs whatever starts the next admission cycle,
+maxapplications, and YuniKorn's limits per user and per group, who being recorded by the webhook the
+chart installs. Outcomes and orders are asserted, never times."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import Cluster, ControllerProcess, Placement, events_for, finish, gang_pod, is_running
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    Placement,
+    chart_installed,
+    events_for,
+    finish,
+    gang_pod,
+    is_running,
+)
+from tests.e2e.test_identity import As
 from tests.e2e.test_queues import (
     WAIT_S,
     YUNIKORN_QUEUE,
@@ -24,6 +36,7 @@ from tests.e2e.test_queues import (
     running,
     waiting,
 )
+from yuniplace.gang.userinfo import UserInfo
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.localcluster.components import LINGERS_ANNOTATION
@@ -198,3 +211,112 @@ def test_reclaim_takes_one_gang_when_one_is_enough_whatever_triggers_the_next_cy
         for name in ("a1", "a2"):
             [pod] = running(cluster, namespace, name, 1)
             assert not pod["metadata"].get("deletionTimestamp")
+
+
+# -- maxapplications, and the limits of users and groups ---------------------------------------------------
+
+
+def test_a_queue_at_its_maxapplications_holds_its_next_gang_while_room_is_free(
+    cluster: Cluster, namespace: str, pool: Callable[..., Placement], cluster_wide: Callable[..., ControllerProcess]
+) -> None:
+    put_queues(cluster, namespace, queues_yaml("- name: batch\n  maxapplications: 1"))
+    cluster_wide(f"--queues-configmap={namespace}/queues")
+    configured(cluster, namespace, "QueuesApplied")
+    place = pool(1, cpu="8", memory="32Gi")
+    queue = {YUNIKORN_QUEUE: "root.batch"}
+    first = gang(cluster, namespace, place, "first", 2, labels=queue)
+    running(cluster, namespace, "first", 2)
+    gang(cluster, namespace, place, "second", 2, labels=queue)
+    waiting(cluster, namespace, "second", "queue root.batch is at its maxapplications: 1 of 1 applications running")
+    assert not app_placeholders(cluster, namespace, "second")
+    for name in first:
+        finish(cluster, namespace, name)
+    running(cluster, namespace, "second", 2)
+
+
+@pytest.fixture
+def people(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Callable[[UserInfo], As]]:
+    """yuniplace installed by its chart (its webhook records who creates each gang pod), reading the
+    queues ConfigMap `queues` of the test's namespace; `as_(user)` acts as that user, who may edit there."""
+    cluster.client.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "people"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": n} for n in ("alice", "bob", "carol")
+            ],
+        },
+    )
+    values = {"queues.configMap": "queues", "queues.configMapNamespace": namespace}
+    with chart_installed(cluster, namespace, tmp_path / "chart", values):
+        yield lambda user: As(cluster, namespace, tmp_path, user)
+
+
+def submitted(person: As, place: Placement, app: str, members: int, queue: str) -> None:
+    """A gang of `members` pods of 1 CPU, created by `person` through the webhook (which gates them and
+    records who created them)."""
+    groups = [place.group("workers", members, cpu="1", memory="256Mi")]
+    for index in range(members):
+        pod = place.pin(
+            gang_pod(f"{app}-{index}", app, "workers", task_groups=groups, cpu="1", memory="256Mi", gated=False)
+        )
+        pod["metadata"]["labels"][YUNIKORN_QUEUE] = queue
+        person.create(pod)
+
+
+ALICE = UserInfo("alice", ("devs",))
+BOB = UserInfo("bob", ("devs",))
+CAROL = UserInfo("carol", ("ops",))
+
+
+def test_a_user_over_their_maxapplications_waits_while_another_user_of_the_queue_runs(
+    cluster: Cluster, namespace: str, pool: Callable[..., Placement], people: Callable[[UserInfo], As]
+) -> None:
+    put_queues(
+        cluster,
+        namespace,
+        queues_yaml("- name: ml\n  limits:\n    - limit: one each\n      users: ['*']\n      maxapplications: 1"),
+    )
+    configured(cluster, namespace, "QueuesApplied")
+    place = pool(1, cpu="8", memory="32Gi")
+    alice, bob = people(ALICE), people(BOB)
+    submitted(alice, place, "first", 2, "root.ml")
+    running(cluster, namespace, "first", 2)
+    submitted(alice, place, "second", 2, "root.ml")
+    waiting(
+        cluster,
+        namespace,
+        "second",
+        "user alice is at the limit 'one each' of queue root.ml: 1 of 1 applications running",
+    )
+    submitted(bob, place, "bobs", 2, "root.ml")
+    running(cluster, namespace, "bobs", 2)
+    assert not app_placeholders(cluster, namespace, "second")
+    for index in range(2):
+        finish(cluster, namespace, f"first-{index}")
+    running(cluster, namespace, "second", 2)
+
+
+def test_a_groups_maxresources_holds_across_two_users_of_the_group(
+    cluster: Cluster, namespace: str, pool: Callable[..., Placement], people: Callable[[UserInfo], As]
+) -> None:
+    put_queues(
+        cluster,
+        namespace,
+        queues_yaml("- name: ml\n  limits:\n    - limit: devs\n      groups: [devs]\n      maxresources: {vcore: 3}"),
+    )
+    configured(cluster, namespace, "QueuesApplied")
+    place = pool(1, cpu="8", memory="32Gi")
+    submitted(people(ALICE), place, "alices", 2, "root.ml")
+    running(cluster, namespace, "alices", 2)
+    submitted(people(BOB), place, "bobs", 2, "root.ml")
+    waiting(cluster, namespace, "bobs", "group devs is at the limit 'devs' of queue root.ml: 2 of 3 cpu used")
+    submitted(people(CAROL), place, "carols", 2, "root.ml")
+    running(cluster, namespace, "carols", 2)
+    assert not app_placeholders(cluster, namespace, "bobs")
+    for index in range(2):
+        finish(cluster, namespace, f"alices-{index}")
+    running(cluster, namespace, "bobs", 2)

@@ -144,8 +144,33 @@ def install(
     rewrite = {"true": "always", "false": "never"}.get(
         str(effective["webhook"]["rewriteSchedulerName"]).lower(), str(effective["webhook"]["rewriteSchedulerName"])
     )
-    extra = (f"--rewrite-scheduler-name={rewrite}", *(effective.get("extraArgs") or []))
-    return Installation(release, namespace, account, secret, lease, kubeconfig, cert, key, extra)
+    # The Deployment's own arguments (its queues ConfigMap, limits, extraArgs…), but those of a pod in the
+    # cluster (its address, its leader election, which controller_args sets for this process).
+    own = [a for a in args if a != "controller" and not a.startswith(_SET_HERE)]
+    extra = (
+        *own,
+        f"--rewrite-scheduler-name={rewrite}",
+        *_access_control(effective["webhook"].get("accessControl") or {}),
+    )
+    return Installation(release, namespace, account, secret, lease, kubeconfig, cert, key, tuple(extra))
+
+
+_SET_HERE = ("--http-address", "--leader-elect", "--leader-election-", "--webhook-address", "--tls-")
+
+
+def _patterns(value: Any) -> list[str]:
+    """A list of patterns, or YuniKorn's comma-separated string of them."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _access_control(access: dict[str, Any]) -> list[str]:
+    """The webhook's access-control flags from the values (as the chart's yuniplace.accessControlArgs)."""
+    system = _patterns(access.get("systemUsers"))
+    flags = [] if str(access.get("trustControllers", True)).lower() == "true" and system else ["--no-trust-controllers"]
+    flags += [f"--system-users={pattern}" for pattern in system]
+    flags += [f"--external-users={pattern}" for pattern in _patterns(access.get("externalUsers"))]
+    return flags + [f"--external-groups={pattern}" for pattern in _patterns(access.get("externalGroups"))]
 
 
 def uninstall(cluster: LocalCluster, installation: Installation) -> None:
