@@ -209,3 +209,21 @@ partitions:
     assert "limits[0]: 0 sets neither maxapplications nor maxresources" in problems
     assert "limits[1]: 1 names no users and no groups" in problems
     assert 'limits[2].users: "alice" is also in limits[0]' in problems
+
+
+def test_the_report_shows_what_each_user_holds_in_each_queue() -> None:
+    pods = [
+        *by("alice", pods=running("first", 1, "ml", on=["n0"], created=1)),
+        *by("bob", pods=running("second", 2, "ml", on=["n1"], created=2)),
+    ]
+    world = World(nodes(2), pods, Queues(QueueSpec("root.ml")))
+    world.admission.decide_now()
+    report = world.admission.report()
+    assert report is not None
+    rows = {(row.queue, row.user): (row.applications, row.used["pods"]) for row in report.users}
+    assert rows == {
+        ("root", "alice"): (1, 2000),
+        ("root", "bob"): (1, 3000),
+        ("root.ml", "alice"): (1, 2000),
+        ("root.ml", "bob"): (1, 3000),
+    }

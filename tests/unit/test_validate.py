@@ -316,3 +316,21 @@ def test_queue_warnings_are_shown_and_fail_only_with_strict(capsys: pytest.Captu
     code, out = run(capsys, "-o", "json", sample)
     report = json.loads(out)
     assert (report["queues"], report["warnings"], report["findings"][0]["level"]) == (2, 1, "warning")
+
+
+def test_ai_scheduler_pools_are_checked_and_merged_with_the_other_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "pools.yaml"
+    manifests.write_text(
+        "apiVersion: resource.aibee.cn/v1alpha1\nkind: Pool\nmetadata: {name: demo}\n"
+        "spec: {nodeSelector: {matchLabels: {pool: demo}}, disableSharing: maybe}\n"
+    )
+    code, out = run(capsys, str(manifests))
+    assert code == 1 and 'ai-scheduler Pool demo: spec.disableSharing: "maybe" must be true or false' in out, out
+    manifests.write_text(
+        manifests.read_text().replace("maybe", "true")
+        + "---\napiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: demo}\n"
+    )
+    code, out = run(capsys, str(manifests))
+    assert code == 1 and "root.demo" in out and "configured" in out, out

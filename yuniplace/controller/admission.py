@@ -42,7 +42,7 @@ from yuniplace.gang.taskgroups import GangSpec, Limits
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, pool_of
 from yuniplace.queues.quota import NOBODY, Ledger
-from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows
+from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows, user_rows
 
 log = logging.getLogger(__name__)
 COALESCE_S = 0.01
@@ -345,7 +345,7 @@ class Admission:
                     sharing=owner.sharing,
                 )
             )
-        return QueuesReport(queue_rows(ledger, waiting), tuple(pools))
+        return QueuesReport(queue_rows(ledger, waiting), tuple(pools), user_rows(ledger))
 
     def decide_now(self) -> None:
         """One cycle, at once: for a view of the cluster read a single time (`yuniplace status --queues`)."""

@@ -37,9 +37,29 @@ class PoolRow:
 
 
 @dataclass(frozen=True)
+class UserRow:
+    """What one submitter holds in a queue (and the queues below it), as its limits count it."""
+
+    queue: str
+    user: str
+    applications: int
+    used: Amounts
+
+
+@dataclass(frozen=True)
 class QueuesReport:
     queues: tuple[QueueRow, ...] = ()
     pools: tuple[PoolRow, ...] = ()
+    users: tuple[UserRow, ...] = ()
+
+
+def user_rows(ledger: Ledger) -> tuple[UserRow, ...]:
+    """A row per queue and user holding anything in it."""
+    return tuple(
+        UserRow(queue, user, usage.applications, {name: amount for name, amount in usage.amounts.items() if amount})
+        for (queue, user), usage in sorted(ledger.users.items())
+        if usage.applications
+    )
 
 
 def queue_rows(ledger: Ledger, waiting: Mapping[str, Sequence[str]]) -> tuple[QueueRow, ...]:
@@ -103,5 +123,9 @@ def as_json(report: QueuesReport) -> dict[str, Any]:
                 "sharing": pool.sharing,
             }
             for pool in report.pools
+        ],
+        "users": [
+            {"queue": row.queue, "user": row.user, "applications": row.applications, "used": quantities(row.used)}
+            for row in report.users
         ],
     }

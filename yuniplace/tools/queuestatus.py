@@ -1,6 +1,7 @@
 """`yuniplace status --queues`: what each queue is guaranteed, may use, uses, borrows and lends, who waits
-in it, and each node pool. Read from the cluster once (nodes, pods, the queue configuration) and
-counted by the controller's own admission code, so it shows what admission decides on."""
+in it, what each user holds in it, and each node pool. Read from the cluster once (nodes, pods, the
+queue configuration) and counted by the controller's own admission code, so it shows what admission
+decides on."""
 
 from __future__ import annotations
 
@@ -46,11 +47,15 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         source.namespaces_changed(_items(client, "/api/v1/namespaces"))
     if (served := served_resources(client, keys.VOLCANO_API, "Volcano Queues")) and "queues" in served.names:
         source.volcano_queues_changed(_items(client, f"{keys.VOLCANO_API}/queues"))
+    nodes = _items(client, "/api/v1/nodes")
+    if (served := served_resources(client, keys.AI_SCHEDULER_API, "ai-scheduler Pools")) and "pools" in served.names:
+        source.nodes_changed(nodes)
+        source.pools_changed(_items(client, f"{keys.AI_SCHEDULER_API}/pools"))
     if source.config().empty:
         return None, source
     pods = _items(client, "/api/v1/pods")
     room = ClusterRoom()
-    room.nodes_listed(_items(client, "/api/v1/nodes"))
+    room.nodes_listed(nodes)
     room.pods_listed(pods)
     store = PodStore()
     store.replace(pods)
@@ -100,6 +105,11 @@ def queues_table(report: QueuesReport) -> str:
             for row in report.queues
         ],
     )
+    if report.users:
+        text += "\n\n" + _table(
+            ("QUEUE", "USER", "APPLICATIONS", "USED"),
+            [(row.queue, row.user, str(row.applications), _amounts(row.used)) for row in report.users],
+        )
     if report.pools:
         text += "\n\n" + _table(
             ("POOL", "QUEUE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "SHARED", "SHARING"),
