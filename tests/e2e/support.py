@@ -215,6 +215,20 @@ class ControllerProcess:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
+def editors(cluster: Cluster, namespace: str, *users: str) -> None:
+    """Let these users (as `kubectl --as` names them) edit in the namespace: the `edit` ClusterRole."""
+    cluster.client.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "editors"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user} for user in users],
+        },
+    )
+
+
 @contextmanager
 def chart_installed(
     cluster: Cluster, workloads: str, workdir: Path, values: Mapping[str, str] | None = None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Cluster, ControllerProcess, chart_installed
+from tests.e2e.support import Cluster, ControllerProcess, chart_installed, editors
 from tests.e2e.test_chart import container_args, one, refused_render, render
 from yuniplace.gang import keys, userinfo
 from yuniplace.gang.userinfo import ANNOTATION, UserInfo
@@ -84,18 +84,7 @@ class As:
 def installed(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
     """yuniplace as the chart installs it, its webhooks sent this namespace only; alice and bob may edit
     in it (the `edit` ClusterRole)."""
-    cluster.client.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "people"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": n} for n in ("alice", "bob")
-            ],
-        },
-    )
+    editors(cluster, namespace, "alice", "bob")
     with chart_installed(cluster, namespace, tmp_path / "chart") as controller:
         yield controller
 

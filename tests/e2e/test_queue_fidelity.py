@@ -17,6 +17,7 @@ from tests.e2e.support import (
     ControllerProcess,
     Placement,
     chart_installed,
+    editors,
     events_for,
     finish,
     gang_pod,
@@ -238,18 +239,7 @@ def test_a_queue_at_its_maxapplications_holds_its_next_gang_while_room_is_free(
 def people(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Callable[[UserInfo], As]]:
     """yuniplace installed by its chart (its webhook records who creates each gang pod), reading the
     queues ConfigMap `queues` of the test's namespace; `as_(user)` acts as that user, who may edit there."""
-    cluster.client.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "people"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": n} for n in ("alice", "bob", "carol")
-            ],
-        },
-    )
+    editors(cluster, namespace, "alice", "bob", "carol")
     values = {"queues.configMap": "queues", "queues.configMapNamespace": namespace}
     with chart_installed(cluster, namespace, tmp_path / "chart", values):
         yield lambda user: As(cluster, namespace, tmp_path, user)

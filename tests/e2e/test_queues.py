@@ -127,12 +127,20 @@ def gang(
     return names
 
 
-def gang_job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int) -> None:
+def gang_job(
+    cluster: Cluster,
+    namespace: str,
+    place: Placement,
+    app: str,
+    members: int,
+    annotations: Mapping[str, str] | None = None,
+) -> None:
     """A Job of `members` pods of 1 CPU that run until ended, gated as the webhook gates them; evictions
-    do not count against its backoffLimit (the podFailurePolicy the README recommends)."""
+    do not count against its backoffLimit (the podFailurePolicy the README recommends). `annotations`:
+    more on its pods (an ai-scheduler pool, say)."""
     groups = [place.group("workers", members, cpu="1", memory="256Mi")]
     pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu="1", memory="256Mi"))
-    pod["metadata"]["annotations"].update(KEEPS_RUNNING)
+    pod["metadata"]["annotations"].update({**KEEPS_RUNNING, **(annotations or {})})
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -798,25 +806,6 @@ def ai_pool(name: str, labels: Mapping[str, str], **switches: bool) -> dict[str,
     }
 
 
-def pool_job(cluster: Cluster, namespace: str, place: Placement, app: str, members: int, pool_name: str) -> None:
-    """A Job of `members` pods of 1 CPU that run until ended, whose template names its ai-scheduler pool
-    by annotation (as ai-scheduler's examples do), gated as the webhook gates them."""
-    groups = [place.group("workers", members, cpu="1", memory="256Mi")]
-    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu="1", memory="256Mi"))
-    pod["metadata"]["annotations"].update({**KEEPS_RUNNING, keys.AI_SCHEDULER_POOL: pool_name})
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": app},
-        "spec": {
-            "completions": members,
-            "parallelism": members,
-            "template": {"metadata": {k: pod["metadata"][k] for k in ("labels", "annotations")}, "spec": pod["spec"]},
-        },
-    }
-    cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
-
-
 @pytest.mark.usefixtures("pool_api")
 def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_lent(
     cluster: Cluster, namespace: str, pool: Callable[..., Placement], cluster_wide: Callable[..., ControllerProcess]
@@ -863,7 +852,7 @@ def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_le
         cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
     wait_until(lambda: not app_pods(cluster, namespace, "greedy"), WAIT_S)
 
-    pool_job(cluster, namespace, place, "train", 8, demo)
+    gang_job(cluster, namespace, place, "train", 8, annotations={keys.AI_SCHEDULER_POOL: demo})
     waiting(cluster, namespace, "train", f"taking back room its queue root.{demo} lent to root.default")
     train = running(cluster, namespace, "train", 8)
     assert nodes_of(train) == demo_nodes
