@@ -114,7 +114,11 @@ def running(
         )
         pods.append(pod)
     for pod in pods:
-        pod["spec"] = {"nodeName": on[pods.index(pod) % len(on)], "containers": pod["spec"]["containers"]}
+        pod["spec"] = {
+            "nodeName": on[pods.index(pod) % len(on)],
+            "containers": pod["spec"]["containers"],
+            "priority": priority,
+        }
         pod["status"]["phase"] = "Running"
     originator["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "10m"}}}]
     return pods

@@ -49,6 +49,7 @@ READ_BY = {
         "open": ("queues/placement.py",),
         "max_applications": ("queues/quota.py",),
         "limits": ("queues/quota.py",),
+        "preempts_within": ("controller/decision.py",),
     },
     Limit: {
         "users": ("queues/quota.py",),

@@ -227,3 +227,30 @@ def test_the_report_shows_what_each_user_holds_in_each_queue() -> None:
         ("root.ml", "alice"): (1, 2000),
         ("root.ml", "bob"): (1, 3000),
     }
+
+
+def test_a_queue_that_preempts_within_itself_evicts_its_lower_priority_gang_once_nothing_lent_is_left() -> None:
+    """A Pool's high-priority gang finds its nodes full of its own low-priority gang: that gang is evicted
+    whole for it; in a queue that does not preempt within itself, it waits."""
+    for preempts, evicted in ((True, True), (False, False)):
+        pods = [
+            *running("low", 4, "pool", on=["n0"], created=1, priority=10),
+            in_queue(gang("high", 4, created=2), "pool", priority=1000),
+        ]
+        world = World(nodes(1), pods, Queues(QueueSpec("root.pool", guaranteed=cores(4), preempts_within=preempts)))
+        note = message(world.ticket("high"))
+        reclaim_ = world.admission.reclaim_of(p.AppKey(NS, "low"))
+        assert (reclaim_ is not None) == evicted, note
+        if evicted:
+            assert "evicting 1 lower-priority gang(s) of its queue root.pool" in note
+            assert reclaim_ is not None and reclaim_.message == (
+                "a gang of priority 1000 of its own queue root.pool, which preempts within itself, needs its room "
+                "(this gang's priority is 10): evicting all its pods, the whole gang"
+            )
+
+
+def test_a_gang_never_preempts_one_of_its_own_priority() -> None:
+    pods = [*running("old", 4, "pool", on=["n0"], created=1), in_queue(gang("new", 4, created=2), "pool")]
+    world = World(nodes(1), pods, Queues(QueueSpec("root.pool", preempts_within=True)))
+    assert isinstance(world.ticket("new"), Waiting)
+    assert world.admission.reclaim_of(p.AppKey(NS, "old")) is None

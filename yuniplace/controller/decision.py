@@ -23,7 +23,7 @@ from yuniplace.gang.taskgroups import GangSpec
 from yuniplace.gang.userinfo import UserInfo
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, confine
-from yuniplace.queues.quota import NOBODY, Holder, Ledger, reclaim
+from yuniplace.queues.quota import NOBODY, Holder, Ledger, preempt_within, reclaim
 
 log = logging.getLogger(__name__)
 MAX_SHOWN_QUEUE = 63
@@ -333,14 +333,15 @@ class Decision:
         return self._room.free_on([need.constraints for need in app.needs(outstanding=False)])
 
     def _reclaim_for(self, unit: Sequence[App], needs: list[Need]) -> bool:
-        """A gang of a queue that lent its guarantee takes it back from borrowers: True when it waits
-        for that (victims chosen now, or earlier and still going)."""
+        """A gang of a queue that lent its guarantee takes it back from borrowers, or, in a queue that
+        preempts within itself, evicts lower-priority gangs of its own: True when it waits for that
+        (victims chosen now, or earlier and still going)."""
         if self.ledger is None or len(unit) != 1:
             return False
         app = unit[0]
         going = [victim for victim, reclaim_ in self._reclaiming.items() if reclaim_.beneficiary == app.key]
         if going:
-            self._claim(app, needs, f"taking back room its queue {_shown(app.queue)} lent: {len(going)} gang(s) going")
+            self._claim(app, needs, f"room being freed for it: {len(going)} gang(s) going")
             return True
         usable = self._room.accepting([need.constraints for need in needs])
         holders = [
@@ -368,23 +369,45 @@ class Decision:
             room = self._room_without([h.key for h in taken if isinstance(h.key, p.AppKey)])
             return room.reserve(needs)
 
+        queue = _shown(app.queue)
         victims = reclaim(self.ledger, app.queue, app.amounts(outstanding=False), holders, fits_without)
+        if victims:
+            lent = ", ".join(sorted({v.queue for v in victims}))
+            self._take_back(
+                app,
+                victims,
+                lambda victim: (
+                    f"queue {queue} takes back room it is guaranteed and lent to queue "
+                    f"{_shown(victim.queue)}, which holds more than its own guarantee"
+                ),
+            )
+            self._claim(app, needs, f"taking back room its queue {queue} lent to {lent}: {len(victims)} gang(s)")
+            return True
+        if not self._queues.queues[app.queue].preempts_within:
+            return False
+        victims = preempt_within(app.queue, app.priority, holders, fits_without)
         if not victims:
             return False
-        lent = ", ".join(sorted({v.queue for v in victims}))
+        self._take_back(
+            app,
+            victims,
+            lambda victim: (
+                f"a gang of priority {app.priority} of its own queue {queue}, which preempts within "
+                f"itself, needs its room (this gang's priority is {victim.priority})"
+            ),
+        )
+        self._claim(app, needs, f"evicting {len(victims)} lower-priority gang(s) of its queue {queue}")
+        return True
+
+    def _take_back(self, app: App, victims: Sequence[Holder], why: Callable[[Holder], str]) -> None:
+        """The victims' room is taken back for `app`, each whole; `why` says so in the victim's event."""
+        assert self.ledger is not None
         for victim in victims:
             key = victim.key
             assert isinstance(key, p.AppKey)
             how = "evicting all its pods" if victim.running else "releasing its placeholders"
-            self.reclaims[key] = Reclaim(
-                app.key,
-                f"queue {_shown(app.queue)} takes back room it is guaranteed and lent to queue {_shown(victim.queue)}, "
-                f"which holds more than its own guarantee: {how}, the whole gang",
-            )
+            self.reclaims[key] = Reclaim(app.key, f"{why(victim)}: {how}, the whole gang")
             self.ledger.release(victim.queue, victim.amounts, victim.user)
-        why = f"taking back room its queue {_shown(app.queue)} lent to {lent}: {len(victims)} gang(s)"
-        self._claim(app, needs, why)
-        return True
 
     def _claim(self, app: App, needs: list[Need], why: str) -> None:
         """The application waits for room being freed for it, and claims it meanwhile."""

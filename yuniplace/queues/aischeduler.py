@@ -20,10 +20,11 @@ its idle nodes, whose room it takes back when it needs it.
 - `spec.disableBorrowing` is the inverse of `borrowing`. In ai-scheduler a pool that borrows may have
   its pods placed on the idle nodes of other pools; in yuniplace a queue's gangs never leave its pool,
   so a Pool with nodes only ever uses its own (a Pool without nodes borrows, as in ai-scheduler).
-- `spec.disablePreemption` is the inverse of `preemption`: ai-scheduler documents it as whether the
-  pool's own pods may preempt to get room in their pool (its borrowers first), and never preempts for
-  a pool that sets it; the pool's pods may still be preempted. So it is the pool's reclaim, not
-  `reclaimable`, which stays on: what is borrowed is always taken back by its owner.
+- `spec.disablePreemption` is the inverse of `preemption` and of `preempts_within`: ai-scheduler
+  documents it as whether the pool's own pods may preempt to get room in their pool, its borrowers
+  first, then (a short pool preempting inside itself) its own pods of lower priority; it never preempts
+  for a pool that sets it. The pool's pods may still be preempted, so `reclaimable` stays on: what is
+  borrowed is always taken back by its owner.
 - `spec.borrowingPools` and the fields of older releases (`supportResources`, `weight`, `quota`,
   `priorities`, `priority`) have no effect, and any other field is unknown: each is warned of.
 
@@ -185,6 +186,7 @@ def _read(raw: Any, index: int, findings: Findings) -> _Pool | None:
             sharing=not disable["disableSharing"],
             borrowing=not disable["disableBorrowing"],
             preemption=not disable["disablePreemption"],
+            preempts_within=not disable["disablePreemption"],
             source=source,
         ),
         _mapping(spec.get("nodeSelector")),

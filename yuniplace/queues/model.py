@@ -81,6 +81,9 @@ class QueueSpec:
     open: bool = True  # takes new applications (False: a Volcano Queue that is Closed or Closing)
     max_applications: int = 0  # YuniKorn's maxapplications: applications running at once; 0: no limit
     limits: tuple[Limit, ...] = ()  # per user and per group
+    # A gang that does not fit may evict lower-priority gangs of its own queue, once nothing lent is left
+    # to take back (ai-scheduler's pools: a short pool preempts inside itself).
+    preempts_within: bool = False
 
     @property
     def parent(self) -> str | None:

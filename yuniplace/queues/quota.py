@@ -254,6 +254,24 @@ class Holder:
     user: UserInfo = NOBODY  # who submitted it
 
 
+def preempt_within(
+    queue: str, priority: int, holders: Sequence[Holder], fits_without: Callable[[Sequence[Holder]], bool]
+) -> list[Holder] | None:
+    """The gangs of `queue` itself, of lower priority than `priority`, to evict so that a gang of it
+    fits: the lowest priority first, newest first, whole gangs, as few as fit. None when no such set
+    makes `fits_without` true."""
+    order = sorted(
+        (h for h in holders if h.queue == queue and h.priority < priority),
+        key=lambda h: (h.running, h.priority, -h.arrival),
+    )
+    taken: list[Holder] = []
+    for holder in order:
+        taken.append(holder)
+        if fits_without(taken):
+            return taken
+    return None
+
+
 def reclaim(
     ledger: Ledger,
     queue: str,
