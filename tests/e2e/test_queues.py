@@ -113,6 +113,7 @@ def gang(
     cpu: str = "1",
     memory: str = "256Mi",
     labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
     priority_class: str | None = None,
 ) -> list[str]:
     """A gang of bare pods on the test's nodes, each carrying the task groups; returns their names."""
@@ -121,6 +122,7 @@ def gang(
     for name in names:
         pod = place.pin(gang_pod(name, app, "workers", task_groups=groups, cpu=cpu, memory=memory))
         pod["metadata"]["labels"].update(labels or {})
+        pod["metadata"]["annotations"].update(annotations or {})
         if priority_class:
             pod["spec"]["priorityClassName"] = priority_class
         cluster.create_pod(namespace, pod)
@@ -866,3 +868,33 @@ def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_le
     assert "evicting all its pods, the whole gang" in taken[0]["message"]
     everywhere = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
     assert not {p["spec"].get("nodeName") for p in everywhere} & master_nodes
+
+
+@pytest.mark.usefixtures("pool_api")
+def test_a_short_ai_scheduler_pool_preempts_its_own_lower_priority_gang(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    cluster_wide: Callable[..., ControllerProcess],
+    priority_classes: Callable[[int], str],
+) -> None:
+    """A Pool's nodes are full of its own low-priority gang, and nothing it lent is left to take back: its
+    high-priority gang evicts that gang, whole, and runs on the Pool's nodes."""
+    place = pool(2, cpu="4", memory="16Gi", labels={"pool": "short"})
+    name = f"short-{namespace[-6:]}"
+    cluster.client.create(f"{keys.AI_SCHEDULER_API}/pools", ai_pool(name, {"pool": "short", **place.node_selector}))
+    cluster_wide()
+    wait_until(
+        lambda: any(e["involvedObject"]["name"] == name for e in events_for(cluster, "default", "QueuesApplied")),
+        WAIT_S,
+    )
+    in_pool = {keys.AI_SCHEDULER_POOL: name}
+    low, high = priority_classes(10), priority_classes(1000)
+    gang(cluster, namespace, place, "low", 8, annotations=in_pool, priority_class=low)
+    running(cluster, namespace, "low", 8)
+    gang(cluster, namespace, place, "high", 4, annotations=in_pool, priority_class=high)
+    waiting(cluster, namespace, "high", f"evicting 1 lower-priority gang(s) of its queue root.{name}")
+    assert nodes_of(running(cluster, namespace, "high", 4)) <= set(place.nodes)
+    wait_until(lambda: not app_pods(cluster, namespace, "low"), WAIT_S)  # bare pods: evicted, gone
+    [taken] = [e["message"] for e in events_for(cluster, namespace, "GangPreempted")]
+    assert f"a gang of priority 1000 of its own queue root.{name}" in taken and "the whole gang" in taken, taken
