@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from yuniplace.controller.plan import Plan, Settings
-from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, plan_application
+from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner, Surroundings, plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -989,3 +989,36 @@ def test_originator_without_task_group_name_completes_its_reservation() -> None:
     states = run(pods, ["plan", "schedule", "plan"])
     assert states[0] == AppState.RESERVING
     assert states[1] in (AppState.RESERVED, AppState.RUNNING)
+
+
+def test_a_reclaimed_gang_is_evicted_once_and_its_event_counts_its_pods() -> None:
+    """`GangPreempted` counts the pods it evicts ("its pod", "its 2 pods"); while they are on their way
+    out, a reclaim still in force evicts nothing more and says nothing more."""
+    one = [{"name": "solo", "minMember": 1, "minResource": ONE}]
+
+    def gang(members: int, *, deleting: bool = False) -> list[Pod]:
+        groups = one if members == 1 else [{"name": "solo", "minMember": members, "minResource": ONE}]
+        return [
+            make_pod(
+                f"m{i}",
+                task_groups=groups if i == 0 else None,
+                group="solo",
+                state=AppState.RUNNING if i == 0 else None,
+                gated=False,
+                phase="Running",
+                node="n1",
+                deleting=deleting,
+            )
+            for i in range(members)
+        ]
+
+    def planned(pods: list[Pod]) -> Plan:
+        app = Application.of(KEY, pods, limits=Limits())
+        return Planner(app, NOW, Settings(), Surroundings(reclaimed="queue root.a takes back room")).plan()
+
+    for members, counted in ((1, "evicting its pod"), (2, "evicting its 2 pods")):
+        plan = planned(gang(members))
+        assert [e.note for e in plan.events] == [f"queue root.a takes back room: {counted}"]
+        assert len(plan.evict) == members
+    gone = planned(gang(2, deleting=True))
+    assert (gone.events, gone.evict) == ([], [])
