@@ -368,7 +368,7 @@ class Admission:
         # A reclaim lasts until its gang's pods have left their nodes (evicted pods may take a while to
         # stop): until then the room is not free, and choosing another victim for it would take more
         # than the waiting gang needs.
-        held = self._room.held()
+        held = self._room.held() if self._reclaiming else frozenset()
         self._reclaiming = {
             key: reclaim_
             for key, reclaim_ in self._reclaiming.items()
