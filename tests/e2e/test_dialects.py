@@ -70,7 +70,16 @@ def as_submitted(job: dict[str, Any], place: Placement) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "example", ["coscheduling-job.yaml", "koordinator-job.yaml", "podgroup.yaml", "volcano-job.yaml"]
+    ("example", "annotations"),
+    [
+        ("coscheduling-job.yaml", {}),
+        ("koordinator-job.yaml", {}),
+        # Koordinator reads an empty gang group as none: still one gang, never pods scheduled one by one.
+        ("koordinator-job.yaml", {keys.KOORDINATOR_GROUPS: ""}),
+        ("podgroup.yaml", {}),
+        ("volcano-job.yaml", {}),
+    ],
+    ids=["coscheduling", "koordinator", "koordinator-empty-groups", "podgroup", "volcano"],
 )
 def test_dialect_example_runs_through_the_gang_flow(
     cluster: Cluster,
@@ -80,6 +89,7 @@ def test_dialect_example_runs_through_the_gang_flow(
     pod_group_api: None,
     tmp_path: Path,
     example: str,
+    annotations: dict[str, str],
 ) -> None:
     process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
     process.start()
@@ -93,6 +103,7 @@ def test_dialect_example_runs_through_the_gang_flow(
                 pod_group = cluster.client.create(f"{api}/namespaces/{namespace}/podgroups", document)
             elif document["kind"] == "Job":
                 job = as_submitted(document, place)
+                job["spec"]["template"]["metadata"]["annotations"].update(annotations)
                 cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
         assert job is not None
         name, completions = job["metadata"]["name"], job["spec"]["completions"]

@@ -87,6 +87,12 @@ def test_koordinator_waiting_time_mode_and_groups() -> None:
     assert spec.gang_group == ("ns/train", "other/eval")
 
 
+def test_an_empty_koordinator_gang_group_is_no_gang_group_as_koordinator_reads_it() -> None:
+    for empty in ("", "  ", "[]"):
+        spec = read_gang(pod(annotations={keys.KOORDINATOR_NAME: "t", keys.KOORDINATOR_GROUPS: empty}))
+        assert spec.gang_group == () and spec.groups[0].min_member == 1, repr(empty)
+
+
 def test_koordinator_defaults_to_strict_like_koordinator() -> None:
     spec = read_gang(pod(annotations={keys.KOORDINATOR_NAME: "t"}))
     assert spec.mode == Mode.STRICT

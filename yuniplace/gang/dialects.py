@@ -172,7 +172,10 @@ def gang_spec_of(
         mode = next((m for m in Mode if m.value == notes.get(keys.KOORDINATOR_MODE, Mode.STRICT.value)), Mode.STRICT)
         if notes.get(keys.KOORDINATOR_MODE, Mode.STRICT.value) != mode.value:
             problems.append(Problem(keys.KOORDINATOR_MODE, notes[keys.KOORDINATOR_MODE], "must be Strict or NonStrict"))
-        group_with = gang_group(notes.get(keys.KOORDINATOR_GROUPS), keys.KOORDINATOR_GROUPS, problems)
+        groups_text = notes.get(keys.KOORDINATOR_GROUPS)
+        # Koordinator reads an empty value, or an empty list, as no gang group.
+        if groups_text is not None and groups_text.strip() not in ("", "[]"):
+            group_with = gang_group(groups_text, keys.KOORDINATOR_GROUPS, problems)
     elif dialect == Dialect.VOLCANO:
         assert pod_group is not None
         # Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
