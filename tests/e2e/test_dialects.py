@@ -17,6 +17,7 @@ from tests.e2e.support import (
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    events_for,
     finish,
     is_running,
     make_pod,
@@ -218,5 +219,43 @@ def test_volcano_tasks_of_different_sizes_each_take_their_own_placeholders(
             30,
         )
         assert shown["succeeded"] == 4 and not shown.get("running") and not shown.get("failed"), shown
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "key"),
+    [
+        (
+            {keys.COSCHEDULING_NAME: "too-big", keys.COSCHEDULING_MIN_AVAILABLE: "5000"},
+            {},
+            "label " + keys.COSCHEDULING_MIN_AVAILABLE,
+        ),
+        (
+            {},
+            {keys.KOORDINATOR_NAME: "too-big", keys.KOORDINATOR_MIN_AVAILABLE: "5000"},
+            keys.KOORDINATOR_MIN_AVAILABLE,
+        ),
+    ],
+    ids=["coscheduling", "koordinator"],
+)
+def test_a_bad_minimum_is_reported_with_the_key_the_user_wrote(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    tmp_path: Path,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    key: str,
+) -> None:
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    process.start()
+    try:
+        place = pool(1)
+        member = place.pin(make_pod("too-big-0", gates=[keys.GATE], labels=labels, annotations=annotations))
+        cluster.create_pod(namespace, member)
+        errors = wait_until(lambda: events_for(cluster, namespace, "TaskGroupsError"), 30)
+        message = errors[0]["message"]
+        assert f'{key}: "5000" must be at most 1000 pods' in message and "task-groups" not in message, message
     finally:
         assert process.stop() == 0, process.log()

@@ -151,11 +151,25 @@ def test_bad_dialect_input_names_the_field(subject: dict[str, Any], pod_group: A
         read_gang(subject, pod_group)
 
 
-def test_the_built_task_group_is_checked_like_any_task_group() -> None:
+def test_a_minimum_beyond_the_limit_is_reported_with_the_key_the_user_wrote() -> None:
     assert read_gang(COSCHEDULING).groups[0].min_member == 4
-    too_many = pod({keys.COSCHEDULING_NAME: "j", keys.COSCHEDULING_MIN_AVAILABLE: "5000"})
-    with pytest.raises(InvalidGang, match="minMember: 5000 must be an integer from 1 to 1000"):
-        read_gang(too_many)
+    cases = [
+        (
+            pod({keys.COSCHEDULING_NAME: "j", keys.COSCHEDULING_MIN_AVAILABLE: "5000"}),
+            None,
+            f'label {keys.COSCHEDULING_MIN_AVAILABLE}: "5000" must be at most 1000 pods',
+        ),
+        (
+            pod(annotations={keys.KOORDINATOR_NAME: "j", keys.KOORDINATOR_MIN_AVAILABLE: "5000"}),
+            None,
+            f'{keys.KOORDINATOR_MIN_AVAILABLE}: "5000" must be at most 1000 pods',
+        ),
+        (POD_GROUP_MEMBER, {**POD_GROUP, "spec": {"minMember": 5000}}, "PodGroup spec.minMember: 5000 must be at most"),
+    ]
+    for member, group, expected in cases:
+        with pytest.raises(InvalidGang) as refused:
+            read_gang(member, group)
+        assert expected in str(refused.value) and "task-groups" not in str(refused.value), str(refused.value)
 
 
 # -- Volcano ---------------------------------------------------------------------------------------

@@ -160,12 +160,13 @@ def gang_spec_of(
                 )
             ]
         )
+    most = min(limits.max_members_per_group, limits.max_members_per_app)  # one group of members
     if dialect == Dialect.COSCHEDULING:
         where = keys.COSCHEDULING_MIN_AVAILABLE
-        min_member = whole_number(labels.get(where, "1"), f"label {where}", problems)
+        min_member = whole_number(labels.get(where, "1"), f"label {where}", problems, most=most)
     elif dialect == Dialect.KOORDINATOR:
         where = keys.KOORDINATOR_MIN_AVAILABLE
-        min_member = whole_number(notes.get(where, "1"), where, problems)
+        min_member = whole_number(notes.get(where, "1"), where, problems, most=most)
         if keys.KOORDINATOR_WAITING_TIME in notes:
             timeout_s = _duration_s(notes[keys.KOORDINATOR_WAITING_TIME], keys.KOORDINATOR_WAITING_TIME, problems)
         # Koordinator's default mode is Strict.
@@ -179,17 +180,17 @@ def gang_spec_of(
     elif dialect == Dialect.VOLCANO:
         assert pod_group is not None
         # Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
-        gang = volcano.read(pod, pod_group, members, problems)
+        gang = volcano.read(pod, pod_group, members, problems, limits)
     elif dialect == Dialect.NATIVE:
         assert pod_group is not None
         spec = pod_group.get("spec") or {}
         where = f"{spec.get('describedBy')} gang minCount"
-        min_member = whole_number(spec.get("minCount"), where, problems)
+        min_member = whole_number(spec.get("minCount"), where, problems, most=most)
     else:
         assert pod_group is not None
         spec = pod_group.get("spec") or {}
         where = "PodGroup spec.minMember"
-        min_member = whole_number(spec.get("minMember"), where, problems)
+        min_member = whole_number(spec.get("minMember"), where, problems, most=most)
         scheduled_timeout = spec.get("scheduleTimeoutSeconds")
         if isinstance(scheduled_timeout, int) and not isinstance(scheduled_timeout, bool) and scheduled_timeout > 0:
             timeout_s = scheduled_timeout

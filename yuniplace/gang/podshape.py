@@ -14,8 +14,9 @@ from yuniplace.gang.taskgroups import Problem
 MEMBER_GROUP = "members"
 
 
-def whole_number(value: Any, where: str, problems: list[Problem]) -> int:
-    """A count of pods, as a label (a string) or an API field (an integer) writes it; at least 1."""
+def whole_number(value: Any, where: str, problems: list[Problem], *, most: int) -> int:
+    """A count of pods, as a label (a string) or an API field (an integer) writes it; from 1 to `most`
+    (the limit yuniplace is configured with). A problem names `where`, the key the user wrote."""
     if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value):
         number = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -24,6 +25,8 @@ def whole_number(value: Any, where: str, problems: list[Problem]) -> int:
         number = 0
     if number < 1:
         problems.append(Problem(where, value, "must be a whole number of pods, at least 1"))
+    elif number > most:
+        problems.append(Problem(where, value, f"must be at most {most} pods, yuniplace's limit for a gang"))
     return number
 
 

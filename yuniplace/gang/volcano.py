@@ -31,7 +31,7 @@ from typing import Any
 from yuniplace.gang import keys
 from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
 from yuniplace.gang.resources import format_quantity, quantities, total
-from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, Problem
+from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, Limits, Problem
 from yuniplace.kube import parse_quantity
 
 DEFAULT_QUEUE = "default"  # Volcano's queue for a PodGroup that names none
@@ -132,11 +132,12 @@ def read(
     pod_group: Mapping[str, Any],
     members: Sequence[Mapping[str, Any]],
     problems: list[Problem],
+    limits: Limits,
 ) -> VolcanoGang:
     """The gang `pod_group` describes for its originator `pod`, its task groups shaped like the
     `members` of each task (oldest first). Problems name Volcano's own fields."""
     spec = pod_group.get("spec") or {}
-    min_member = whole_number(spec.get("minMember"), MIN_MEMBER, problems)
+    min_member = whole_number(spec.get("minMember"), MIN_MEMBER, problems, most=limits.max_members_per_app)
     minimums = _task_minimums(spec, problems)
     warnings: list[str] = []
     groups: list[dict[str, Any]] = []
