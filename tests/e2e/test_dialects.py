@@ -104,7 +104,7 @@ def test_dialect_example_runs_through_the_gang_flow(
                 pod_group = cluster.client.create(f"{api}/namespaces/{namespace}/podgroups", document)
             elif document["kind"] == "Job":
                 job = as_submitted(document, place)
-                job["spec"]["template"]["metadata"]["annotations"].update(annotations)
+                job["spec"]["template"]["metadata"].setdefault("annotations", {}).update(annotations)
                 cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
         assert job is not None
         name, completions = job["metadata"]["name"], job["spec"]["completions"]
@@ -257,5 +257,36 @@ def test_a_bad_minimum_is_reported_with_the_key_the_user_wrote(
         errors = wait_until(lambda: events_for(cluster, namespace, "TaskGroupsError"), 30)
         message = errors[0]["message"]
         assert f'{key}: "5000" must be at most 1000 pods' in message and "task-groups" not in message, message
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+def test_a_coscheduling_gang_short_of_its_minimum_starts_no_pod_until_the_last_is_created(
+    cluster: Cluster, namespace: str, pool: Callable[..., Placement], recorder: NamespaceRecorder, tmp_path: Path
+) -> None:
+    """Coscheduling's own rule (its PreFilter turns a gang's pods away while fewer than min-available
+    exist): 2 of 3 pods created, the gang's room reserved, and neither starts; the third starts all three."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    process.start()
+    try:
+        place = pool(3, cpu="4", memory="16Gi")
+        labels = {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"}
+
+        def member(index: int) -> None:
+            cluster.create_pod(
+                namespace, place.pin(make_pod(f"mpi-{index}", cpu="1", gates=[keys.GATE], labels=labels))
+            )
+
+        member(0)
+        member(1)
+        wait_until(lambda: len([p for p in placeholders(cluster, namespace) if p["spec"].get("nodeName")]) == 3, 60)
+        [complete] = wait_until(lambda: events_for(cluster, namespace, "GangReservationComplete"), 30)
+        assert "start once all 3 exist (2 so far), as Coscheduling starts a gang" in complete["message"], complete
+        pods = {n: cluster.client.get(f"/api/v1/namespaces/{namespace}/pods/mpi-{n}") for n in (0, 1)}
+        assert all(keys.GATE in [g["name"] for g in pod["spec"].get("schedulingGates") or []] for pod in pods.values())
+        member(2)
+        for index in range(3):
+            cluster.wait_pod(namespace, f"mpi-{index}", is_running)
+        assert len(recorder.placeholder_uids) == 3
     finally:
         assert process.stop() == 0, process.log()

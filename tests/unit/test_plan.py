@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
+from yuniplace.controller.events import Reason
 from yuniplace.controller.plan import Plan, Settings
 from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner, Surroundings, plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import MEMBER_GROUP
 from yuniplace.gang.keys import FIRST_ALLOCATED
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.state import TERMINAL, TRANSITIONS, AppState, allowed
@@ -1022,3 +1024,47 @@ def test_a_reclaimed_gang_is_evicted_once_and_its_event_counts_its_pods() -> Non
         assert len(plan.evict) == members
     gone = planned(gang(2, deleting=True))
     assert (gone.events, gone.evict) == ([], [])
+
+
+def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists() -> None:
+    """Coscheduling (and Koordinator, and a PodGroup) turn a gang's pods away while fewer than its minimum
+    exist: with all 3 placeholders placed and 2 of 3 members created, none starts; the third's arrival
+    starts all three. YuniKorn's task groups keep their rule: members start as they arrive."""
+    app_key = p.AppKey(NS, "mpi")
+
+    def member(index: int) -> Pod:
+        pod = make_pod(
+            f"mpi-{index}",
+            app=None,
+            labels={keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"},
+            state=AppState.RESERVING if index == 0 else None,
+            started=NOW - 20 if index == 0 else None,
+            created=NOW - 60 + index,
+        )
+        return pod
+
+    def seats(originator: Pod) -> list[Pod]:
+        group = TaskGroup(MEMBER_GROUP, 3, ONE)
+        return [
+            materialize(
+                placeholder_pod(app_id="mpi", group=group, index=i, originator=originator),
+                created=NOW - 50,
+                node=f"n{i}",
+                scheduled=NOW - 30,
+            )
+            for i in range(3)
+        ]
+
+    def planned(pods: list[Pod]) -> Plan:
+        return plan_application(Application.of(app_key, pods, limits=Limits()), NOW)
+
+    first, second, third = member(0), member(1), member(2)
+    two = planned([first, second, *seats(first)])
+    assert two.swaps == [] and two.ungate == []
+    [complete] = [e.note for e in two.events if e.reason == Reason.GANG_RESERVATION_COMPLETE]
+    assert (
+        complete
+        == "all 3 placeholders are placed; the real pods start once all 3 exist (2 so far), as Coscheduling starts a gang"
+    )
+    all_three = planned([first, second, third, *seats(first)])
+    assert sorted(p.name(s.member) for s in all_three.swaps) == ["mpi-0", "mpi-1", "mpi-2"]

@@ -358,11 +358,31 @@ class Planner:
                 f"task group {group.name}: {group.min_member}/{group.min_member} placeholders placed "
                 f"on {len(nodes)} node(s)",
             )
+        missing = self._members_missing()
         self._event(
             originator,
             Reason.GANG_RESERVATION_COMPLETE,
-            f"all {placed} placeholders are placed; swapping the real pods in",
+            f"all {placed} placeholders are placed; "
+            + (
+                f"the real pods start once all {spec.min_members} exist ({spec.min_members - missing} so far), as "
+                f"{spec.starts_when_all_exist} starts a gang"
+                if missing
+                else "swapping the real pods in"
+            ),
         )
+
+    def _members_missing(self) -> int:
+        """How many members must still be created before any may start, where the gang's scheduler starts
+        a gang only once its minimum of pods exists (GangSpec.starts_when_all_exist): 0 when none is
+        missing, a member already started, the rule is not the gang's, or its reservation has timed out."""
+        app, spec = self.app, self.spec
+        if spec.starts_when_all_exist is None or any(p.node_name(m) for m in app.members):
+            return 0
+        deadline = app.reservation_deadline()
+        if deadline is not None and self.now >= deadline:
+            return 0
+        live = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
+        return max(0, spec.min_members - len(live))
 
     def _refused(self, refusal: str) -> None:
         deadline = self.app.reservation_deadline()
@@ -489,7 +509,9 @@ class Planner:
         live = app.live_placeholders()
         claimed: set[str] = set()
         in_flight = set(self.around.nodes_in_flight) | app.nodes_in_flight()
-        for group in self.spec.groups:
+        # Where the gang starts only once all its members exist, none starts before (a new member's
+        # creation reconciles the application again).
+        for group in [] if self._members_missing() else self.spec.groups:
             placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
             room = quantities(group.min_resource)
             pending: list[Pod] = []

@@ -207,7 +207,8 @@ def gang_spec_of(
     policy = policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems, default_timeout_s=timeout_s)
     gang_spec = gang_of(groups, policy, mode, group_with, limits, problems)
     if gang is None:
-        return gang_spec
+        whole = dialect in (Dialect.COSCHEDULING, Dialect.KOORDINATOR, Dialect.POD_GROUP)
+        return dataclasses.replace(gang_spec, starts_when_all_exist=dialect.value) if whole else gang_spec
     return dataclasses.replace(
         gang_spec,
         warnings=gang_spec.warnings + tuple(gang.warnings),

@@ -121,6 +121,10 @@ class GangSpec:
     # naming no group do, rather than being refused: a Volcano task that spec.minTaskMember leaves out
     # has no minimum, so its pods are no part of the reservation.
     other_groups_follow: bool = False
+    # The scheduler whose rule it is ("Coscheduling") when no member may start before the gang's whole
+    # minimum of pods exists, as that scheduler turns a gang's pods away while fewer exist; None for
+    # YuniKorn's rule, where members start as they arrive (a Spark driver creates its executors later).
+    starts_when_all_exist: str | None = None
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
