@@ -134,4 +134,3 @@ def node(
         "spec": spec,
         "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
     }
-
