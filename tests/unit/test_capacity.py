@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests import builders
 from tests.builders import node
-from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.admission.room import ClusterRoom
 from yuniplace.gang.fit import Node, Room
 
 NODES = ("n1", "n2", "n3")
