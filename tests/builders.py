@@ -1,5 +1,5 @@
 """The objects tests feed yuniplace, built in one place: pods as the apiserver shows them, gang members
-with YuniKorn's task-group annotations, and nodes.
+with YuniKorn's task-group annotations, nodes, and queues.yaml text.
 
 Each builder writes only what it is given (a pod without labels has no `labels` key at all), so a test
 states exactly the object it means and the readers' handling of missing fields stays under test. A test
@@ -9,6 +9,7 @@ file's own defaults (its namespace, its container's name, its sizes) live in a o
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -134,3 +135,11 @@ def node(
         "spec": spec,
         "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
     }
+
+
+def queues_yaml(*queues: str, rules: str = "") -> str:
+    """A queues.yaml: root open to anyone, with the queues given (each a YAML list item under root) and
+    the placement `rules` (a YAML list) when given."""
+    body = "\n".join(textwrap.indent(textwrap.dedent(q).strip(), " " * 10) for q in queues)
+    placement = f"    placementrules:\n{textwrap.indent(textwrap.dedent(rules).strip(), ' ' * 6)}\n" if rules else ""
+    return f"partitions:\n  - name: default\n{placement}    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n{body}\n"
