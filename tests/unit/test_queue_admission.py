@@ -7,20 +7,15 @@ from typing import Any
 
 import pytest
 
+from tests.unit import test_gang_admission as gang_admission
 from tests.unit.test_gang_admission import NS, bound, gang, node
-from yuniplace.admission import cycle as admission
-from yuniplace.admission.cycle import Admission
-from yuniplace.admission.decision import AdmissionRules
-from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.model import QueueConfig, QueueSpec
 from yuniplace.queues.quota import Ledger
 from yuniplace.runtime.events import Reason
-from yuniplace.runtime.store import PodStore
 
 NOW = 1_800_000_000.0
 
@@ -58,33 +53,12 @@ def in_queue(pod: dict[str, Any], queue: str, *, priority: int = 0) -> dict[str,
     return pod
 
 
-class World:
-    def __init__(
-        self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], queues: admission.Queues, **rules: Any
-    ) -> None:
-        self.store = PodStore()
-        self.room = ClusterRoom(on_freed=self._freed)  # as the controller wires it
-        self.room.nodes_listed(nodes)
-        self.room.pods_listed(pods)
-        self.store.replace(pods)
+class World(gang_admission.World):
+    """Admission with queues, at NOW."""
+
+    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], queues: Queues, **rules: Any) -> None:
+        super().__init__(nodes, pods, queues, lambda: NOW, **rules)
         self.queues = queues
-        self.admission = Admission(
-            self.room,
-            self.store,
-            Limits(),
-            lambda _key: None,
-            lambda _key: None,
-            AdmissionRules(**rules),
-            lambda: NOW,
-            queues,
-        )
-
-    def _freed(self) -> None:
-        if hasattr(self, "admission"):
-            self.admission.capacity_changed()
-
-    def ticket(self, app: str) -> Granted | Waiting | Refused:
-        return self.admission.ticket(p.AppKey(NS, app))
 
     def add(self, pod: dict[str, Any]) -> None:
         self.store.upsert(pod)

@@ -20,7 +20,7 @@ from yuniplace.queues.volcano import read_volcano_queues
 PACKAGE = Path(__file__).resolve().parents[2] / "yuniplace"
 # The code that decides with the configuration (not the readers that build it).
 DECIDERS = (
-    "admission/cycle.py",
+    "admission/snapshot.py",
     "admission/decision.py",
     "queues/quota.py",
     "queues/pools.py",
@@ -36,7 +36,7 @@ READ_BY = {
         "path": ("queues/quota.py", "queues/placement.py"),
         "guaranteed": ("queues/quota.py",),  # borrowing, lending, reclaim
         "max": ("queues/quota.py",),
-        "node_selector": ("queues/pools.py", "admission/cycle.py"),
+        "node_selector": ("queues/pools.py", "admission/snapshot.py"),
         "sharing": ("queues/quota.py", "queues/pools.py"),
         "borrowing": ("queues/quota.py",),
         "preemption": ("queues/quota.py",),  # whether it reclaims
