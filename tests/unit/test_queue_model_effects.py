@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "yuniplace"
 DECIDERS = (
     "admission/snapshot.py",
     "admission/decision.py",
+    "admission/line.py",
     "queues/quota.py",
     "queues/pools.py",
     "queues/placement.py",
@@ -40,8 +41,8 @@ READ_BY = {
         "sharing": ("queues/quota.py", "queues/pools.py"),
         "borrowing": ("queues/quota.py",),
         "preemption": ("queues/quota.py",),  # whether it reclaims
-        "ordering": ("admission/decision.py",),  # the line of its applications
-        "by_priority": ("admission/decision.py",),
+        "ordering": ("admission/line.py",),  # the line of its applications
+        "by_priority": ("admission/line.py",),
         "submitters": ("queues/placement.py",),  # submitacl and adminacl
         "source": ("queues/config.py",),  # messages naming where a queue was configured
         "parent_queue": ("queues/model.py",),

@@ -29,7 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclaim, decide, line
+from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclaim, decide
+from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources, pool_owners
 from yuniplace.admission.tickets import Ticket, Undecided, Waiting

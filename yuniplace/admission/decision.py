@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
@@ -19,7 +20,6 @@ from yuniplace.gang.fit import Need, Room
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
-from yuniplace.queues.model import Amounts, Ordering, QueueSpec
 from yuniplace.queues.quota import Holder, Ledger, preempt_within, reclaim
 from yuniplace.runtime.events import Reason
 
@@ -40,17 +40,6 @@ class AdmissionRules:
     # A queue's head waiting this long has its placeholders created anyway, for a cluster autoscaler
     # to see pending pods of the right shapes (None: never).
     placeholders_after_s: float | None = None
-
-
-def in_line(app: App, queue: QueueSpec | None, capacity: Amounts) -> tuple[int, float, tuple[float, int, str]]:
-    """The application's place in its queue's line, as YuniKorn sorts a queue's applications: by
-    priority first (unless the queue disables it), then, for a fair queue, the one using least first
-    (its largest share of any resource of the cluster), then by arrival."""
-    priority = -app.priority if queue is None or queue.by_priority else 0
-    share = 0.0
-    if queue is not None and queue.ordering is Ordering.FAIR:
-        share = max((amount / capacity[name] for name, amount in app.held.items() if capacity.get(name)), default=0.0)
-    return priority, share, app.arrival
 
 
 @dataclass(frozen=True)
@@ -134,7 +123,7 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
     reclaiming = {key: why for key, why in memory.reclaiming.items() if snapshot.holds_room(key)}
     tickets: dict[p.AppKey, Ticket] = dict(snapshot.refused)
     decision = Decision(snapshot, rules, granted, memory.tickets, tickets, reclaiming, memory.spared)
-    for unit in decision.guarantees_first(units(snapshot, rules)):
+    for unit in decision.guarantees_first(units(snapshot, rules.consent)):
         try:
             decision.decide(unit)
         except Exception as error:
@@ -152,44 +141,6 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
         waiting_by_queue=decision.waiting_by_queue,
         ledger=decision.ledger,
     )
-
-
-def line(snapshot: Snapshot) -> Callable[[App], tuple[int, float, tuple[float, int, str]]]:
-    """How applications stand in line: without a queue configuration, by arrival; with one, as each
-    one's queue orders them (in_line)."""
-    config = snapshot.config
-    if config.empty:
-        return lambda app: (0, 0.0, app.arrival)
-    return lambda app: in_line(app, config.queues.get(app.queue), snapshot.capacity)
-
-
-def units(snapshot: Snapshot, rules: AdmissionRules) -> list[list[App]]:
-    """Pending applications in line; a gang group's pending members that agree to it form one unit,
-    which comes with its first member."""
-    apps = snapshot.apps
-    seen: set[p.AppKey] = set()
-    found: list[list[App]] = []
-    pending = sorted(
-        (a for a in apps.values() if a.state == AppState.PENDING and not a.backing_off), key=line(snapshot)
-    )
-    for app in pending:
-        if app.key in seen:
-            continue
-        members = [app]
-        for ref in app.spec.gang_group:
-            peer = apps.get(p.AppKey.parse(ref))
-            if (
-                peer is not None
-                and peer.key != app.key
-                and peer.key not in seen
-                and peer.state == AppState.PENDING
-                and not peer.backing_off
-                and rules.consent.joins(app.key, peer.key, peer.spec.gang_group)
-            ):
-                members.append(peer)
-        seen.update(a.key for a in members)
-        found.append(members)
-    return found
 
 
 class Decision:
