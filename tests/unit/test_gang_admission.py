@@ -105,8 +105,8 @@ class World:
         """What a reconcile of `app` (in NS, unless a key) reads: the last cycle's ticket, or, if it
         has none or something changed since, the one of the cycle that follows (which wakes it)."""
         key = app if isinstance(app, p.AppKey) else p.AppKey(NS, app)
-        first = self.admission.ticket(key)
-        return self.admission.ticket(key) if self.admission.turn() else first
+        first = self.admission.standing(key, pending=True).ticket
+        return self.admission.standing(key, pending=True).ticket if self.admission.turn() else first
 
 
 def ten_slots() -> list[dict[str, Any]]:

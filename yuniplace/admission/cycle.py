@@ -26,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclaim, decide
@@ -51,6 +51,17 @@ class Queues(Protocol):
     """Where applications wait (the controller's QueueSource: the configuration in force, or none)."""
 
     def placing(self) -> Placing: ...
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What admission says of one application: its ticket while it is pending, the queue it was placed
+    in, where that queue lets its placeholders go, and why its room is taken back, while it is."""
+
+    ticket: Ticket | None
+    queue: str | None
+    pool: Pool
+    reclaim: Reclaim | None
 
 
 class Admission:
@@ -95,40 +106,34 @@ class Admission:
     def capacity_changed(self) -> None:
         self._due.set()
 
-    # -- what workers read -------------------------------------------------------------------------
+    # -- what reconciles read -------------------------------------------------------------------------
 
-    def ticket(self, key: p.AppKey) -> Ticket:
-        """The last cycle's decision for an application about to reserve. None yet (it is new, or it
-        changed after the cycle read it): the next cycle decides, and wakes it."""
-        with self._lock:
-            ticket = self._memory.tickets.get(key)
-            if ticket is None:
-                if self._passed.get(key) != self._store.changes(key):
-                    self._asked.add(key)
-                    self._due.set()
-                return Undecided()
-            if isinstance(ticket, Waiting):
-                announce = self._announced.get(key) != ticket.message
-                self._announced[key] = ticket.message
-                return Waiting(ticket.message, announce, ticket.times_out)
-            self._announced.pop(key, None)
-            return ticket
-
-    def pool_of(self, key: p.AppKey) -> Pool:
-        """Where the application's queue lets its placeholders go."""
-        with self._lock:
-            return self._pools.get(key, Pool())
-
-    def queue_of(self, key: p.AppKey) -> str | None:
-        """The queue the application was placed in, as the last cycle saw it."""
+    def standing(self, key: p.AppKey, *, pending: bool) -> Standing:
+        """What the last cycle says of an application, read by its reconcile in one call."""
         with self._lock:
             app = None if self._last is None else self._last.apps.get(key)
-            return None if app is None else app.queue
+            return Standing(
+                ticket=self._ticket(key) if pending else None,
+                queue=None if app is None else app.queue,
+                pool=self._pools.get(key, Pool()),
+                reclaim=self._memory.reclaiming.get(key),
+            )
 
-    def reclaim_of(self, key: p.AppKey) -> Reclaim | None:
-        """Why the application's room is taken back, while it is."""
-        with self._lock:
-            return self._memory.reclaiming.get(key)
+    def _ticket(self, key: p.AppKey) -> Ticket:
+        """The last cycle's decision for an application about to reserve. None yet (it is new, or it
+        changed after the cycle read it): the next cycle decides, and wakes it."""
+        ticket = self._memory.tickets.get(key)
+        if ticket is None:
+            if self._passed.get(key) != self._store.changes(key):
+                self._asked.add(key)
+                self._due.set()
+            return Undecided()
+        if isinstance(ticket, Waiting):
+            announce = self._announced.get(key) != ticket.message
+            self._announced[key] = ticket.message
+            return Waiting(ticket.message, announce, ticket.times_out)
+        self._announced.pop(key, None)
+        return ticket
 
     def reclaim_refused(self, key: p.AppKey) -> None:
         """The gang cannot be evicted whole (a PodDisruptionBudget): it is no victim for a while, and the

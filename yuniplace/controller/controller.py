@@ -208,19 +208,19 @@ class Controller:
         admission = self.admission
         if admission is None:
             return Surroundings(self.store.nodes_in_flight(), peers=peers)
-        reclaim = admission.reclaim_of(app.key)
+        standing = admission.standing(app.key, pending=app.state == AppState.PENDING)
         return Surroundings(
             self.store.nodes_in_flight(),
-            ticket=admission.ticket(app.key) if app.state == AppState.PENDING else None,
+            ticket=standing.ticket,
             peers=peers,
-            pool=admission.pool_of(app.key),
-            queue=admission.queue_of(app.key),
-            reclaimed=None if reclaim is None else reclaim.message,
+            pool=standing.pool,
+            queue=standing.queue,
+            reclaimed=None if standing.reclaim is None else standing.reclaim.message,
         )
 
     def _observe_native(self, key: p.AppKey, app: Application) -> Plan:
         """A gang kube-scheduler binds by itself: events about it, and nothing written to its pods."""
-        placed = self.admission.queue_of(key) if self.admission is not None else None
+        placed = self.admission.standing(key, pending=False).queue if self.admission is not None else None
         # Before admission's first count of it, the queue it asks for.
         queue = placed or (app.queue if app.originator is not None else None)
         with self._lock:
