@@ -271,3 +271,14 @@ def test_an_application_that_is_no_candidate_stays_undecided_and_others_are_deci
     assert world.ticket("b") == Granted() and world.cycles == 1
     world.store.upsert(gang("a", 2, created=1))
     assert world.ticket("a") == Granted() and world.cycles == 2
+
+
+def test_a_gang_backing_off_is_decided_once_its_backoff_is_over_though_nothing_else_changed() -> None:
+    """Its backoff ends with time alone: no pod changes, and yet its next ask brings a decision."""
+    now = [1_800_000_000.0]
+    backing_off = gang("a", 2, created=1)
+    backing_off["metadata"]["annotations"][keys.RETRY_AFTER] = p.format_time(now[0] + 30)
+    world = World(ten_slots(), [backing_off], clock=lambda: now[0])
+    assert world.ticket("a") == Undecided()
+    now[0] += 31
+    assert world.ticket("a") == Granted()

@@ -91,7 +91,8 @@ class Admission:
         self._memory = Memory()
         self._asked: set[p.AppKey] = set()  # applications that found no ticket, for the next cycle
         # Applications a cycle read as no candidates, at their store count then: until they change, asking
-        # again would only bring the same answer.
+        # again would only bring the same answer. (A candidate without a ticket, one backing off, may
+        # become one with time alone: it asks again each time.)
         self._passed: dict[p.AppKey, int] = {}
         self._announced: dict[p.AppKey, str] = {}
         self._unevictable: dict[p.AppKey, float] = {}  # gangs a budget kept whole, until when they are spared
@@ -235,7 +236,7 @@ class Admission:
             self._passed = {
                 key: count
                 for key, count in {**self._passed, **asked}.items()
-                if key not in decided.tickets and self._store.changes(key) == count
+                if key not in snapshot.apps and key not in decided.tickets and self._store.changes(key) == count
             }
         changed = [key for key, ticket in decided.tickets.items() if previous.get(key) != ticket]
         return [*changed, *(key for key in decided.reclaims if key in reclaiming)]
