@@ -13,9 +13,11 @@ import ast
 import dataclasses
 import importlib.util
 from functools import cache
+from pathlib import Path
 
 import pytest
 
+from yuniplace.queues import settings_docs
 from yuniplace.queues.config import read_queues_yaml
 from yuniplace.queues.model import Limit, QueueSpec
 from yuniplace.queues.placement import dynamic_queue
@@ -156,3 +158,13 @@ partitions:
         elif setting.name not in ("path", "source"):
             assert getattr(made, setting.name) == setting.default, setting.name
     assert (made.ordering.value, made.by_priority, made.reclaimable, made.sharing) == ("fair", False, False, False)
+
+
+def test_the_readme_table_of_queue_settings_is_the_settings_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin, end = readme.find(settings_docs.BEGIN), readme.find(settings_docs.END)
+    assert 0 <= begin < end, "README.md has no table of queue settings between its markers"
+    assert readme[begin : end + len(settings_docs.END)] == settings_docs.markdown(), (
+        "README.md's table of queue settings differs from yuniplace.queues.settings: "
+        "print it anew with python -m yuniplace.queues.settings_docs"
+    )

@@ -75,8 +75,9 @@ class Setting:
     yunikorn: tuple[Spelling, ...] = ()
     volcano: tuple[Spelling, ...] = ()
     ai_scheduler: tuple[Spelling, ...] = ()
-    # A queue below takes its parent's value: a created queue always, a configured one unless it sets
-    # its own. Those that do not are each queue's own (amounts, limits, where it was configured).
+    # A queue below takes its parent's value: a queue a placement rule creates always, a queue of
+    # YuniKorn's tree unless it sets its own (Volcano's and ai-scheduler's queues each hold their own).
+    # Those that do not are each queue's own (amounts, limits, where it was configured).
     inherits: bool = False
     # How a configured child's own value joins its parent's (None: it replaces it).
     join: Callable[[Any, Any], Any] | None = None
@@ -100,7 +101,7 @@ class Setting:
 
 
 def _inverse(where: str) -> Spelling:
-    return Spelling(where, note="true turns it off")
+    return Spelling(where, note="`true` turns it off")
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -111,10 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
         (QUOTA, PLACEMENT),
         yunikorn=(Spelling("queues[].name", note="below its parent's path"),),
         volcano=(
-            Spelling("metadata.name", note="below spec.parent's path; a dot becomes _dot_"),
+            Spelling("metadata.name", note="below `spec.parent`'s path; a dot becomes `_dot_`"),
             Spelling("spec.parent"),
         ),
-        ai_scheduler=(Spelling("metadata.name", note="root.<name>; a dot becomes _dot_"),),
+        ai_scheduler=(Spelling("metadata.name", note="`root.<name>`; a dot becomes `_dot_`"),),
     ),
     Setting(
         QueueSpec,
@@ -124,7 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
         yunikorn=(Spelling("resources.guaranteed", yunikorn_milli),),
         volcano=(
             Spelling("spec.deserved", kubernetes_milli),
-            Spelling("spec.guarantee.resource", kubernetes_milli, "where spec.deserved does not name the resource"),
+            Spelling("spec.guarantee.resource", kubernetes_milli, "where `spec.deserved` does not name the resource"),
         ),
         ai_scheduler=(
             Spelling("spec.nodeSelector", kubernetes_milli, "the allocatable of the nodes it alone selects"),
@@ -146,7 +147,9 @@ SETTINGS: tuple[Setting, ...] = (
         yunikorn=(Spelling("properties.yuniplace.io/sharing", values.switch),),
         volcano=(
             Spelling(
-                "metadata.annotations.yuniplace.io/sharing", values.switch, "false by default with spec.guarantee"
+                "metadata.annotations.yuniplace.io/sharing",
+                values.switch,
+                "default false with `spec.guarantee.resource`",
             ),
         ),
         ai_scheduler=(_inverse("spec.disableSharing"),),
@@ -172,7 +175,7 @@ SETTINGS: tuple[Setting, ...] = (
             Spelling("metadata.annotations.yuniplace.io/node-selector", values.node_selector),
             Spelling("spec.affinity.nodeGroupAffinity", note="one required node group"),
         ),
-        ai_scheduler=(Spelling("spec.nodeSelector", note="matchLabels, or In with one value"),),
+        ai_scheduler=(Spelling("spec.nodeSelector", note="`matchLabels`, or `In` with one value"),),
         inherits=True,
     ),
     Setting(
@@ -181,8 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
         "it reclaims its guarantee from the queues that borrowed it (default true)",
         (QUOTA,),
         yunikorn=(
-            Spelling("properties.preemption.policy", values.reclaims, "fence: off, for the queues below too"),
-            Spelling("preemption.enabled", note="the partition's: false turns it off for every queue"),
+            Spelling("properties.preemption.policy", values.reclaims, "`fence`: off, for the queues below too"),
+            Spelling("preemption.enabled", note="the partition's: `false` turns it off for every queue"),
         ),
         ai_scheduler=(_inverse("spec.disablePreemption"),),
         inherits=True,
@@ -191,9 +194,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         QueueSpec,
         "ordering",
-        "the order of its line after priority: fifo by arrival, fair the application using least first",
+        "the order of its line after priority: `fifo` by arrival, `fair` the application using least first",
         (DECISION,),
-        yunikorn=(Spelling("properties.application.sort.policy", values.ordering, "stateaware is fifo"),),
+        yunikorn=(Spelling("properties.application.sort.policy", values.ordering, "`stateaware` is `fifo`"),),
         inherits=True,
     ),
     Setting(
@@ -229,7 +232,7 @@ SETTINGS: tuple[Setting, ...] = (
         "reclaimable",
         "what it uses beyond its guarantee may be taken back by a queue reclaiming its own (default true)",
         (QUOTA,),
-        yunikorn=(Spelling("properties.preemption.policy", values.victim, "disabled: false"),),
+        yunikorn=(Spelling("properties.preemption.policy", values.victim, "`disabled`: false"),),
         volcano=(Spelling("spec.reclaimable"),),
         inherits=True,
     ),
@@ -238,7 +241,7 @@ SETTINGS: tuple[Setting, ...] = (
         "open",
         "it takes new applications (default true)",
         (PLACEMENT,),
-        volcano=(Spelling("status.state", note="Closed or Closing: false; spec.state without one"),),
+        volcano=(Spelling("status.state", note="`Closed` or `Closing`: false; `spec.state` without one"),),
         inherits=True,
     ),
     Setting(
@@ -266,14 +269,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         Limit,
         "users",
-        "the users a limit holds for; * each user without a limit of their own",
+        "the users a limit holds for; `*` each user without a limit of their own",
         (QUOTA,),
         yunikorn=(Spelling("limits[].users"),),
     ),
     Setting(
         Limit,
         "groups",
-        "the groups a limit holds for; * each group without a limit of its own",
+        "the groups a limit holds for; `*` each group without a limit of its own",
         (QUOTA,),
         yunikorn=(Spelling("limits[].groups"),),
     ),
