@@ -30,8 +30,8 @@ from yuniplace.queues import identity, values
 from yuniplace.queues.model import Limit, QueueSpec
 from yuniplace.queues.quantity import kubernetes_milli, yunikorn_milli
 
-ADMISSION = "yuniplace.controller.admission"
-DECISION = "yuniplace.controller.decision"
+ADMISSION = "yuniplace.admission.cycle"
+DECISION = "yuniplace.admission.decision"
 QUOTA = "yuniplace.queues.quota"
 POOLS = "yuniplace.queues.pools"
 PLACEMENT = "yuniplace.queues.placement"
