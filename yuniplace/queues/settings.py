@@ -30,8 +30,9 @@ from yuniplace.queues import identity, values
 from yuniplace.queues.model import Limit, QueueSpec
 from yuniplace.queues.quantity import kubernetes_milli, yunikorn_milli
 
-ADMISSION = "yuniplace.admission.cycle"
+SNAPSHOT = "yuniplace.admission.snapshot"
 DECISION = "yuniplace.admission.decision"
+LINE = "yuniplace.admission.line"
 QUOTA = "yuniplace.queues.quota"
 POOLS = "yuniplace.queues.pools"
 PLACEMENT = "yuniplace.queues.placement"
@@ -169,7 +170,7 @@ SETTINGS: tuple[Setting, ...] = (
         QueueSpec,
         "node_selector",
         "its pool: its gangs go to these nodes only, and others' keep off them unless it shares",
-        (POOLS, ADMISSION),
+        (POOLS, SNAPSHOT),
         yunikorn=(Spelling("properties.yuniplace.io/node-selector", values.node_selector),),
         volcano=(
             Spelling("metadata.annotations.yuniplace.io/node-selector", values.node_selector),
@@ -195,7 +196,7 @@ SETTINGS: tuple[Setting, ...] = (
         QueueSpec,
         "ordering",
         "the order of its line after priority: `fifo` by arrival, `fair` the application using least first",
-        (DECISION,),
+        (LINE,),
         yunikorn=(Spelling("properties.application.sort.policy", values.ordering, "`stateaware` is `fifo`"),),
         inherits=True,
     ),
@@ -203,7 +204,7 @@ SETTINGS: tuple[Setting, ...] = (
         QueueSpec,
         "by_priority",
         "its line is ordered by the pods' priority first (default true)",
-        (DECISION,),
+        (LINE,),
         yunikorn=(Spelling("properties.application.sort.priority", values.enabled),),
         inherits=True,
     ),
