@@ -5,7 +5,8 @@ one entry and no entry names another, every reader listed reads the field, every
 spelling names is called by its source's reader, and every setting a source writes as text under a key
 has a parse. Settings sources carry and the model leaves out are listed here as "no effect" with the
 warning their source gives. A queue a placement rule creates takes its settings by the same path as a
-configured child queue that sets none of its own."""
+configured child queue that sets none of its own, and the README's table of queue settings is the one
+the settings table makes."""
 
 from __future__ import annotations
 
