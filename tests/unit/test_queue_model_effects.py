@@ -1,65 +1,29 @@
-"""Every setting of the queue model has an effect or a warning: each field is read by the code that
-decides (admission, quota, placement, pools, the report), or is listed here as "no effect" with the
-warning its source gives. A new field that is neither fails this test; so does a reader that stops
-reading one. And a queue a placement rule creates takes its settings by the same path as a configured
-child queue that sets none of its own."""
+"""Every setting of the queue model has an effect or a warning: the settings table
+(yuniplace.queues.settings) lists each field with the modules that decide with it (admission, quota,
+placement, pools, the report), and each is checked here against the code: every field of the model has
+one entry and no entry names another, every reader listed reads the field, every parse function a
+spelling names is called by its source's reader, and every setting a source writes as text under a key
+has a parse. Settings sources carry and the model leaves out are listed here as "no effect" with the
+warning their source gives. A queue a placement rule creates takes its settings by the same path as a
+configured child queue that sets none of its own, and the README's table of queue settings is the one
+the settings table makes."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.util
+from functools import cache
 from pathlib import Path
 
 import pytest
 
+from yuniplace.queues import settings_docs
 from yuniplace.queues.config import read_queues_yaml
-from yuniplace.queues.model import OWN_SETTINGS, Limit, QueueSpec
+from yuniplace.queues.model import Limit, QueueSpec
 from yuniplace.queues.placement import dynamic_queue
+from yuniplace.queues.settings import KEYED, QUEUE_SETTINGS, SETTINGS, Setting, Source
 from yuniplace.queues.volcano import read_volcano_queues
-
-PACKAGE = Path(__file__).resolve().parents[2] / "yuniplace"
-# The code that decides with the configuration (not the readers that build it).
-DECIDERS = (
-    "admission/snapshot.py",
-    "admission/decision.py",
-    "admission/line.py",
-    "queues/quota.py",
-    "queues/pools.py",
-    "queues/placement.py",
-    "queues/model.py",
-    "queues/report.py",
-    "queues/config.py",
-)
-
-# Each field and the modules of DECIDERS that act on it.
-READ_BY = {
-    QueueSpec: {
-        "path": ("queues/quota.py", "queues/placement.py"),
-        "guaranteed": ("queues/quota.py",),  # borrowing, lending, reclaim
-        "max": ("queues/quota.py",),
-        "node_selector": ("queues/pools.py", "admission/snapshot.py"),
-        "sharing": ("queues/quota.py", "queues/pools.py"),
-        "borrowing": ("queues/quota.py",),
-        "preemption": ("queues/quota.py",),  # whether it reclaims
-        "ordering": ("admission/line.py",),  # the line of its applications
-        "by_priority": ("admission/line.py",),
-        "submitters": ("queues/placement.py",),  # submitacl and adminacl
-        "source": ("queues/config.py",),  # messages naming where a queue was configured
-        "parent_queue": ("queues/model.py",),
-        "reclaimable": ("queues/quota.py",),  # whether its gangs may be reclaim's victims
-        "open": ("queues/placement.py",),
-        "max_applications": ("queues/quota.py",),
-        "limits": ("queues/quota.py",),
-        "preempts_within": ("admission/decision.py",),
-    },
-    Limit: {
-        "users": ("queues/quota.py",),
-        "groups": ("queues/quota.py",),
-        "max_applications": ("queues/quota.py",),
-        "max_resources": ("queues/quota.py",),
-        "name": ("queues/quota.py",),
-    },
-}
 
 # Settings that sources carry and the model leaves out, with the warning that says so. Each is read
 # from a source that sets it, and the warning must come out.
@@ -103,24 +67,58 @@ NO_EFFECT = {
 }
 
 
+@cache
+def _tree(module: str) -> ast.Module:
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, f"{module} is not a module"
+    with open(spec.origin) as source:
+        return ast.parse(source.read())
+
+
 def _attributes_read(module: str) -> set[str]:
     """The attribute names the module reads (`x.field`), which a constructor's keywords are not."""
-    tree = ast.parse((PACKAGE / module).read_text())
-    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+    return {
+        node.attr
+        for node in ast.walk(_tree(module))
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+    }
 
 
-@pytest.mark.parametrize("model", list(READ_BY), ids=lambda model: model.__name__)
-def test_every_field_of_the_model_is_read_by_the_code_that_decides(model: type) -> None:
-    fields = {field.name for field in dataclasses.fields(model)}
-    assert fields == set(READ_BY[model]), (
-        f"{model.__name__}: a field without a reader ({sorted(fields - set(READ_BY[model]))}), or a reader of no field "
-        f"({sorted(set(READ_BY[model]) - fields)}): act on it where admission decides, or drop it from the model "
-        "and warn of it where it is read (NO_EFFECT)"
+def _names_used(module: str) -> set[str]:
+    """The names the module uses, bare (`parse(…)`) or as an attribute (`module.parse(…)`)."""
+    return {node.id for node in ast.walk(_tree(module)) if isinstance(node, ast.Name)} | _attributes_read(module)
+
+
+@pytest.mark.parametrize("model", [QueueSpec, Limit], ids=lambda model: model.__name__)
+def test_every_field_of_the_model_has_one_entry_in_the_settings_table(model: type) -> None:
+    fields = [field.name for field in dataclasses.fields(model)]
+    entries = [setting.name for setting in SETTINGS if setting.model is model]
+    assert sorted(entries) == sorted(fields), (
+        f"{model.__name__}: a field without an entry ({sorted(set(fields) - set(entries))}), an entry of no field "
+        f"({sorted(set(entries) - set(fields))}), or one listed twice: list it in yuniplace.queues.settings, act on "
+        "it where admission decides, or drop it from the model and warn of it where it is read (NO_EFFECT)"
     )
-    read = {module: _attributes_read(module) for module in DECIDERS}
-    for name, modules in READ_BY[model].items():
-        for module in modules:
-            assert name in read[module], f"{model.__name__}.{name} is not read in {module}"
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: f"{setting.model.__name__}.{setting.name}")
+def test_every_reader_the_table_lists_reads_the_setting(setting: Setting) -> None:
+    assert setting.readers, f"{setting.name} has no reader: it would have no effect"
+    for module in setting.readers:
+        assert setting.name in _attributes_read(module), (
+            f"{setting.model.__name__}.{setting.name} is not read in {module}"
+        )
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: f"{setting.model.__name__}.{setting.name}")
+def test_every_spelling_is_parsed_where_its_source_is_read(setting: Setting) -> None:
+    for source in Source:
+        for spelling in setting.spellings(source):
+            if source in KEYED and spelling.where.startswith(KEYED[source]):
+                assert spelling.parse is not None, f"{spelling.where} is written as text: it needs a parse"
+            elif spelling.parse is not None:
+                assert spelling.parse.__name__ in _names_used(source.value), (
+                    f"{spelling.where}: {source.value} does not call {spelling.parse.__name__}"
+                )
 
 
 @pytest.mark.parametrize("setting", list(NO_EFFECT))
@@ -155,7 +153,19 @@ partitions:
     )
     configured = config.queues["root.team.child"]
     made = dynamic_queue(config, "root.team.made")
-    for field in dataclasses.fields(QueueSpec):
-        if field.name not in OWN_SETTINGS:
-            assert getattr(made, field.name) == getattr(configured, field.name), field.name
+    for setting in QUEUE_SETTINGS:
+        if setting.inherits:
+            assert getattr(made, setting.name) == getattr(configured, setting.name), setting.name
+        elif setting.name not in ("path", "source"):
+            assert getattr(made, setting.name) == setting.default, setting.name
     assert (made.ordering.value, made.by_priority, made.reclaimable, made.sharing) == ("fair", False, False, False)
+
+
+def test_the_readme_table_of_queue_settings_is_the_settings_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin, end = readme.find(settings_docs.BEGIN), readme.find(settings_docs.END)
+    assert 0 <= begin < end, "README.md has no table of queue settings between its markers"
+    assert readme[begin : end + len(settings_docs.END)] == settings_docs.markdown(), (
+        "README.md's table of queue settings differs from yuniplace.queues.settings: "
+        "print it anew with python -m yuniplace.queues.settings_docs"
+    )

@@ -48,13 +48,12 @@ from yuniplace.queues.model import ROOT, QueueConfig, QueueSpec
 from yuniplace.queues.placement import DEFAULT_QUEUE, QUEUE_NAME
 from yuniplace.queues.problems import Findings
 from yuniplace.queues.quantity import BadQuantity, kubernetes_milli
-from yuniplace.queues.yunikorn_properties import LABEL_KEY, LABEL_VALUE
+from yuniplace.queues.values import LABEL_KEY, LABEL_VALUE, MAX_LABEL_KEY
 
 API_VERSION = "resource.aibee.cn/v1alpha1"
 KIND = "Pool"
 MAX_POOLS = 1000  # ai-scheduler runs a scheduling loop per pool: thousands would be a mistake
 MAX_LABELS = 16  # labels of one node selector (keeping off a pool takes a node-affinity term per label)
-MAX_LABEL_KEY = 317  # a prefix of 253 characters, a slash and a name of 63
 MAX_NODES_SHOWN = 3  # nodes named in a warning
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 SWITCHES = ("disablePreemption", "disableBorrowing", "disableSharing")

@@ -9,7 +9,6 @@ as admission's node arithmetic counts them, whatever units the source wrote them
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -93,18 +92,6 @@ class QueueSpec:
     @property
     def name(self) -> str:
         return self.path.rpartition(".")[2]
-
-
-# A queue's own settings: those a queue created below it does not take from it.
-OWN_SETTINGS = frozenset({"path", "guaranteed", "max", "max_applications", "limits", "source", "parent_queue"})
-
-
-def below(parent: QueueSpec, path: str, *, source: str, parent_queue: bool = False) -> QueueSpec:
-    """A queue a placement rule creates under `parent` (its nearest configured queue): every setting
-    passes down, as YuniKorn passes a queue's properties to its children, but a queue's own amounts
-    and limits. Every field is listed in OWN_SETTINGS or passes down, so a new one cannot be dropped."""
-    inherited = {f.name: getattr(parent, f.name) for f in dataclasses.fields(QueueSpec) if f.name not in OWN_SETTINGS}
-    return QueueSpec(path=path, source=source, parent_queue=parent_queue, **inherited)
 
 
 class RuleKind(enum.Enum):

@@ -23,7 +23,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from yuniplace.queues.model import ROOT, PlacementRule, QueueConfig, QueueSpec, RuleKind, below
+from yuniplace.queues.inheritance import below
+from yuniplace.queues.model import ROOT, PlacementRule, QueueConfig, QueueSpec, RuleKind
 
 DEFAULT_QUEUE = "root.default"
 MAX_LEVELS = 32  # below root, as in a configuration: a tenant's queue name cannot make deeper trees
@@ -250,8 +251,8 @@ def _admit(path: str, app: _Application, queues: _Queues, notes: list[str], labe
 
 
 def dynamic_queue(config: QueueConfig, path: str, *, leaf: bool = True, rule: str = "a placement rule") -> QueueSpec:
-    """A queue a rule creates: no guarantee, max or limits of its own, and every other setting of the
-    nearest configured queue above it (model.below)."""
+    """A queue a rule creates: no guarantee, max or limits of its own, and every setting that passes
+    down from the nearest configured queue above it (inheritance.below)."""
     return below(nearest_configured(config, path), path, source=f"created by {rule}", parent_queue=not leaf)
 
 

@@ -29,11 +29,12 @@ from typing import Any
 
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.taskgroups import RESOURCE_NAME
-from yuniplace.queues import tree, yunikorn_properties
-from yuniplace.queues.goyaml import Decoder
+from yuniplace.queues import tree
 from yuniplace.queues.model import ROOT, QueueConfig, QueueSpec
 from yuniplace.queues.problems import Findings
 from yuniplace.queues.quantity import BadQuantity, kubernetes_milli
+from yuniplace.queues.settings import Source, keys
+from yuniplace.queues.values import BadValue
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 KIND = "Queue"
@@ -44,6 +45,8 @@ MAX_QUEUES = 10_000
 MAX_DEPTH = 32
 MAX_WEIGHT = 2**31 - 1
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+ANNOTATIONS = keys(Source.VOLCANO)  # yuniplace's settings for what Volcano has no field for
+OWN_PREFIX = "yuniplace.io/"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -160,9 +163,8 @@ class _Reader:
             parent = ROOT
         self.ignored(spec)
         own = self.annotations(annotations)
-        selector = self.pool(spec.get("affinity"), own.get(yunikorn_properties.NODE_SELECTOR, ""))
+        selector = self.pool(spec.get("affinity"), own.get("node_selector", {}))
         self.weight(spec.get("weight"))
-        sharing = own.get(yunikorn_properties.SHARING)
         return _Queue(
             name,
             parent,
@@ -171,8 +173,8 @@ class _Reader:
                 guaranteed=guaranteed,
                 max={r: a for r, (a, _) in capability.items()} or None,
                 node_selector=selector,
-                sharing=not reserved if sharing is None else sharing == "true",
-                borrowing=own.get(yunikorn_properties.BORROWING, "true") == "true",
+                sharing=own.get("sharing", not reserved),
+                borrowing=own.get("borrowing", True),
                 source=self.source,
                 reclaimable=self.flag(spec.get("reclaimable"), "spec.reclaimable"),
                 open=self.open(status, spec.get("state")),
@@ -239,26 +241,24 @@ class _Reader:
             self.warn(where, state, f"is not a Volcano Queue state ({', '.join(KNOWN_STATES)}): taken as Open")
         return state not in CLOSED_STATES
 
-    def annotations(self, annotations: Mapping[str, Any]) -> dict[str, str]:
-        """yuniplace's settings among the annotations (lower case for the switches)."""
-        own: dict[str, str] = {}
+    def annotations(self, annotations: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings yuniplace's annotations set (field → value), read by the settings table."""
+        own: dict[str, Any] = {}
         for key, value in annotations.items():
-            if not isinstance(key, str) or not key.startswith(yunikorn_properties.OWN_PREFIX):
+            if not isinstance(key, str) or not key.startswith(OWN_PREFIX):
                 continue
             where = f"metadata.annotations.{key}"
-            if key not in yunikorn_properties.OWN or not isinstance(value, str):
-                self.error(where, value, f"is not a yuniplace setting (there are {', '.join(yunikorn_properties.OWN)})")
-            elif key == yunikorn_properties.NODE_SELECTOR:
-                yunikorn_properties.node_selector(value, Decoder(self.findings, source=self.source), "", where)
-                own[key] = value
-            elif value.lower() not in ("true", "false"):
-                self.error(where, value, "must be true or false")
-            else:
-                own[key] = value.lower()
+            if key not in ANNOTATIONS.by_key or not isinstance(value, str):
+                self.error(where, value, f"is not a yuniplace setting (there are {', '.join(ANNOTATIONS.by_key)})")
+                continue
+            try:
+                own.update(ANNOTATIONS.read(key, value))
+            except BadValue as bad:
+                self.error(where, value, str(bad))
         return own
 
-    def pool(self, affinity: Any, annotated: str) -> dict[str, str]:
-        selector = yunikorn_properties.node_selector(annotated, None)
+    def pool(self, affinity: Any, annotated: Mapping[str, str]) -> dict[str, str]:
+        selector = dict(annotated)
         if affinity is None:
             return selector
         affinity = _mapping(affinity)
@@ -277,7 +277,7 @@ class _Reader:
             self.error(where, required, "must name one node group: a yuniplace pool is one node selector")
             return selector
         if selector.get(NODE_GROUP_LABEL, required[0]) != required[0]:
-            self.error(where, required, f"contradicts the annotation {yunikorn_properties.NODE_SELECTOR}")
+            self.error(where, required, f"contradicts the annotation {OWN_PREFIX}node-selector")
         return {**selector, NODE_GROUP_LABEL: required[0]}
 
     def ignored(self, spec: Mapping[str, Any]) -> None:

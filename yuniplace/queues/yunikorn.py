@@ -24,7 +24,7 @@ from typing import Any
 from yuniplace.gang import userinfo
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.taskgroups import RESOURCE_NAME
-from yuniplace.queues import identity, rawyaml, tree, yunikorn_properties, yunikorn_rules
+from yuniplace.queues import identity, inheritance, rawyaml, tree, yunikorn_properties, yunikorn_rules
 from yuniplace.queues.goyaml import Decoder
 from yuniplace.queues.model import ROOT, Limit, QueueConfig, QueueSpec, Submitters
 from yuniplace.queues.problems import OMITTED, Findings, InvalidQueues, QueueProblem
@@ -69,7 +69,7 @@ class _Queue:
     guaranteed: dict[str, int] = field(default_factory=dict)
     max: dict[str, int] | None = None
     written: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, cpu|memory|…) → text as written
-    properties: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # what its properties set (field → value)
     submitters: Submitters = identity.NOBODY
     max_applications: int = 0
     limits: tuple[Limit, ...] = ()
@@ -199,8 +199,10 @@ class _Partition:
         root.limits = partition_limits + root.limits  # the partition's limits hold for all of it: at root
         _check_max_applications(root, d)
         tree.check(_tree_node(root), lambda excess: _report(excess, self.by_path[excess.path], d))
+        if not preemption_on:
+            root.settings["preemption"] = False  # the partition's switch holds at root, so below it too
         queues: dict[str, QueueSpec] = {}
-        self._specs(root, {}, identity.NOBODY, preemption_on, queues)
+        self._specs(root, None, queues)
         if not any(spec.submitters != identity.NOBODY for spec in queues.values()):
             d.warn(
                 ROOT,
@@ -282,7 +284,7 @@ class _Partition:
             if resources.get("max") is not None:
                 queue.max = self._amounts(resources["max"], path, "resources.max", queue.written)
         queue.max_applications = d.count(entries.get("maxapplications"), path, "maxapplications")
-        queue.properties = d.string_map(entries.get("properties"), path, "properties")
+        properties = d.string_map(entries.get("properties"), path, "properties")
         queue.submitters = identity.either(
             identity.submitters_of_acl(
                 d.text(entries.get("submitacl"), path, "submitacl"), d.findings, d.where(path), "submitacl"
@@ -296,7 +298,7 @@ class _Partition:
         queue.children = self._children(children, queue, depth + 1)
         if explicit is False and children:
             d.error(path, "parent", entries["parent"], "contradicts its queues: a queue with children is a parent")
-        yunikorn_properties.check(queue.properties, d, path, queue.is_parent)
+        queue.settings = yunikorn_properties.read(properties, d, path, queue.is_parent)
         self._child_template(entries.get("childtemplate"), path)
         return queue
 
@@ -398,41 +400,27 @@ class _Partition:
         if entries:
             d.warn("", "nodesortpolicy", kind or "fair", "has no effect: kube-scheduler chooses the nodes")
 
-    def _specs(
-        self,
-        queue: _Queue,
-        inherited: dict[str, str],
-        allowed: Submitters,
-        preemption: bool,
-        out: dict[str, QueueSpec],
-    ) -> None:
-        """The specs of `queue` and every queue under it: properties in force (passed down as YuniKorn
-        passes them), who may submit (this queue's ACLs or any parent's), and whether it may reclaim (not
-        under a preemption fence, nor in a partition without preemption)."""
-        effective = {**inherited, **queue.properties}
-        switches = yunikorn_properties.switches(effective)
-        allowed = identity.either(allowed, queue.submitters)
-        fenced = queue.properties.get(yunikorn_properties.PREEMPTION_POLICY, "").lower() == "fence"
-        preemption = preemption and not fenced
-        out[queue.path] = QueueSpec(
-            path=queue.path,
-            guaranteed=dict(queue.guaranteed),
-            max=None if queue.max is None else dict(queue.max),
-            node_selector=dict(switches.node_selector),
-            sharing=switches.sharing,
-            borrowing=switches.borrowing,
-            preemption=preemption,
-            ordering=switches.ordering,
-            by_priority=switches.by_priority,
-            submitters=allowed,
-            source=self.decoder.findings.source,
-            parent_queue=queue.is_parent,
-            reclaimable=switches.reclaimable,
-            max_applications=queue.max_applications,
-            limits=queue.limits,
+    def _specs(self, queue: _Queue, parent: QueueSpec | None, out: dict[str, QueueSpec]) -> None:
+        """The specs of `queue` and every queue under it, each from its parent's by what it sets itself
+        (queues.inheritance): its properties, its ACLs (which add to its parents'), its own amounts and
+        limits."""
+        spec = inheritance.child(
+            parent,
+            {
+                **queue.settings,
+                "path": queue.path,
+                "guaranteed": dict(queue.guaranteed),
+                "max": None if queue.max is None else dict(queue.max),
+                "submitters": queue.submitters,
+                "source": self.decoder.findings.source,
+                "parent_queue": queue.is_parent,
+                "max_applications": queue.max_applications,
+                "limits": queue.limits,
+            },
         )
+        out[queue.path] = spec
         for child in queue.children:
-            self._specs(child, yunikorn_properties.inherit(effective), allowed, preemption, out)
+            self._specs(child, spec, out)
 
 
 def _name_problem(name: str) -> str:
