@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from yuniplace.gang import keys
+from yuniplace.gang.dialects import coscheduling, koordinator, podgroup
 from yuniplace.webhook.admission import mutate, validate
 
 GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
@@ -128,9 +129,9 @@ def test_pods_for_another_scheduler_are_left_to_it() -> None:
 @pytest.mark.parametrize(
     ("annotations", "labels"),
     [
-        ({}, {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"}),
-        ({keys.KOORDINATOR_NAME: "train", keys.KOORDINATOR_MIN_AVAILABLE: "2"}, {}),
-        ({}, {keys.POD_GROUP_LABEL: "etl"}),
+        ({}, {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "3"}),
+        ({koordinator.NAME: "train", koordinator.MIN_AVAILABLE: "2"}, {}),
+        ({}, {podgroup.LABEL: "etl"}),
     ],
 )
 def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labels: dict[str, str]) -> None:
@@ -144,7 +145,7 @@ def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labe
 def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
     subject = pod(
         {},
-        {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "-1"},
+        {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "-1"},
         containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
     )
     answer = validate(review(subject))["response"]

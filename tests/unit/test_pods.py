@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import coscheduling
 
 
 def pod(
@@ -383,7 +384,7 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
 def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:
     pod = {
         **FULL_POD,
-        "metadata": {**FULL_POD["metadata"], "labels": {keys.COSCHEDULING_NAME: "mpi"}, "annotations": {}},
+        "metadata": {**FULL_POD["metadata"], "labels": {coscheduling.NAME: "mpi"}, "annotations": {}},
         "spec": {**FULL_POD["spec"], "tolerations": [{"operator": "Exists"}]},
     }
     kept = p.trim(pod)["spec"]
