@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.admission.room import ClusterRoom
 from yuniplace.gang.fit import Node, Room
 
 NODES = ("n1", "n2", "n3")

@@ -21,8 +21,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
-from yuniplace.controller.events import NORMAL, WARNING, Reason
-from yuniplace.controller.metrics import Metrics
+from yuniplace.runtime.events import NORMAL, WARNING, Reason
+from yuniplace.runtime.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "charts" / "yuniplace" / "dashboards" / "yuniplace.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
-from yuniplace.controller.events import Reason
 from yuniplace.controller.unserved import UNSERVED_AFTER_S, UnservedPods
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.state import AppState
 from yuniplace.kube import Forbidden
+from yuniplace.runtime.events import Reason
 from yuniplace.tools.status import describe, table
 from yuniplace.webhook.rewrite import CACHE_S, Mode, SchedulerNameRewrite
 

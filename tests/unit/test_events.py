@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from yuniplace.controller.events import NORMAL, WARNING, EventRecorder, Reason
+from yuniplace.runtime.events import NORMAL, WARNING, EventRecorder, Reason
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

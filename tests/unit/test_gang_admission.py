@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from yuniplace.controller.admission import Admission
-from yuniplace.controller.capacity import ClusterRoom
-from yuniplace.controller.store import PodStore
-from yuniplace.controller.tickets import Granted, Waiting
+from yuniplace.admission.cycle import Admission
+from yuniplace.admission.room import ClusterRoom
+from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
+from yuniplace.runtime.store import PodStore
 
 NS = "team"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from yuniplace.controller.leader import LeaderElector, LeaseTiming
 from yuniplace.kube import AlreadyExists, Conflict, NotFound
+from yuniplace.runtime.leader import LeaderElector, LeaseTiming
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/lock"
 

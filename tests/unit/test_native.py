@@ -8,7 +8,6 @@ from typing import Any, cast
 
 import pytest
 
-from yuniplace.controller.events import Reason
 from yuniplace.controller.observe import observe, observed_state
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
@@ -18,6 +17,7 @@ from yuniplace.gang.dialects import native, yunikorn
 from yuniplace.gang.dialects.registry import dialect_of, ignored_dialect
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound, workloadapi
+from yuniplace.runtime.events import Reason
 from yuniplace.webhook.admission import is_gang_pod, mutate
 
 GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from yuniplace.controller.events import Reason
 from yuniplace.controller.plan import Plan, Settings
 from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner, Surroundings, plan_application
 from yuniplace.gang import keys
@@ -21,6 +20,7 @@ from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.podshape import MEMBER_GROUP
 from yuniplace.gang.state import TERMINAL, TRANSITIONS, AppState, allowed
 from yuniplace.gang.taskgroups import Limits, TaskGroup
+from yuniplace.runtime.events import Reason
 
 Pod = dict[str, Any]
 NOW = 1_700_000_000.0

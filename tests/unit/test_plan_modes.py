@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
+from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.controller.plan import Settings
 from yuniplace.controller.planner import plan_application
-from yuniplace.controller.tickets import Granted, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

@@ -8,19 +8,19 @@ from typing import Any
 import pytest
 
 from tests.unit.test_gang_admission import NS, bound, gang, node
-from yuniplace.controller import admission
-from yuniplace.controller.admission import Admission
-from yuniplace.controller.capacity import ClusterRoom
-from yuniplace.controller.decision import AdmissionRules
-from yuniplace.controller.events import Reason
-from yuniplace.controller.store import PodStore
-from yuniplace.controller.tickets import Granted, Refused, Waiting
+from yuniplace.admission import cycle as admission
+from yuniplace.admission.cycle import Admission
+from yuniplace.admission.decision import AdmissionRules
+from yuniplace.admission.room import ClusterRoom
+from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.model import QueueConfig, QueueSpec
 from yuniplace.queues.quota import Ledger
+from yuniplace.runtime.events import Reason
+from yuniplace.runtime.store import PodStore
 
 NOW = 1_800_000_000.0
 

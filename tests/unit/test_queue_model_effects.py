@@ -20,8 +20,8 @@ from yuniplace.queues.volcano import read_volcano_queues
 PACKAGE = Path(__file__).resolve().parents[2] / "yuniplace"
 # The code that decides with the configuration (not the readers that build it).
 DECIDERS = (
-    "controller/admission.py",
-    "controller/decision.py",
+    "admission/cycle.py",
+    "admission/decision.py",
     "queues/quota.py",
     "queues/pools.py",
     "queues/placement.py",
@@ -36,12 +36,12 @@ READ_BY = {
         "path": ("queues/quota.py", "queues/placement.py"),
         "guaranteed": ("queues/quota.py",),  # borrowing, lending, reclaim
         "max": ("queues/quota.py",),
-        "node_selector": ("queues/pools.py", "controller/admission.py"),
+        "node_selector": ("queues/pools.py", "admission/cycle.py"),
         "sharing": ("queues/quota.py", "queues/pools.py"),
         "borrowing": ("queues/quota.py",),
         "preemption": ("queues/quota.py",),  # whether it reclaims
-        "ordering": ("controller/decision.py",),  # the line of its applications
-        "by_priority": ("controller/decision.py",),
+        "ordering": ("admission/decision.py",),  # the line of its applications
+        "by_priority": ("admission/decision.py",),
         "submitters": ("queues/placement.py",),  # submitacl and adminacl
         "source": ("queues/config.py",),  # messages naming where a queue was configured
         "parent_queue": ("queues/model.py",),
@@ -49,7 +49,7 @@ READ_BY = {
         "open": ("queues/placement.py",),
         "max_applications": ("queues/quota.py",),
         "limits": ("queues/quota.py",),
-        "preempts_within": ("controller/decision.py",),
+        "preempts_within": ("admission/decision.py",),
     },
     Limit: {
         "users": ("queues/quota.py",),

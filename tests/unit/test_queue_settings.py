@@ -9,7 +9,7 @@ from typing import Any
 from tests.unit.test_gang_admission import NS, bound, gang
 from tests.unit.test_queue_admission import NOW, Queues, World, cores, in_queue, nodes, running
 from tests.unit.test_quota import config, holder
-from yuniplace.controller.tickets import Granted, Waiting
+from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
 from yuniplace.gang.userinfo import UserInfo

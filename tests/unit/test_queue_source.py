@@ -8,13 +8,13 @@ from typing import Any
 
 from tests.unit.test_gang_admission import NS, gang
 from tests.unit.test_queue_admission import World, in_queue, nodes, running
-from yuniplace.controller.events import Reason
+from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.controller.queuesource import QueueSource
-from yuniplace.controller.tickets import Granted, Refused, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.taskgroups import Limits
+from yuniplace.runtime.events import Reason
 
 TWO_TEAMS = """
 partitions:

@@ -11,11 +11,10 @@ import pytest
 from tests.unit.test_gang_admission import NS, World, bound, gang, node, ten_slots
 from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
 from yuniplace import boundedjson
-from yuniplace.controller.decision import AdmissionRules
-from yuniplace.controller.events import Reason
+from yuniplace.admission.decision import AdmissionRules
+from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.controller.plan import Settings
 from yuniplace.controller.planner import plan_application
-from yuniplace.controller.tickets import Granted, Refused, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -24,6 +23,7 @@ from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.record import Record, read_record
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import InvalidGang, Limits
+from yuniplace.runtime.events import Reason
 
 KEY = p.AppKey("default", APP)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.runtime.store import PodStore
 
 A = p.AppKey("ns", "app-a")
 B = p.AppKey("ns", "app-b")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from yuniplace.controller.workqueue import WorkQueue
+from yuniplace.runtime.workqueue import WorkQueue
 
 
 class FakeClock:

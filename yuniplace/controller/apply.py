@@ -16,11 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.controller.events import EventRecorder, Reason
-from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.plan import Failure, Plan, Settings, Swap
 from yuniplace.controller.podgroups import status_path
-from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.base import PodGroupApi
@@ -37,6 +34,9 @@ from yuniplace.kube import (
     NotFound,
     TooManyRequests,
 )
+from yuniplace.runtime.events import EventRecorder, Reason
+from yuniplace.runtime.metrics import Metrics
+from yuniplace.runtime.store import PodStore
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ import socket
 import threading
 
 from yuniplace import httpserver, logs
+from yuniplace.admission.decision import AdmissionRules
 from yuniplace.cliargs import (
     add_common_arguments,
     add_limit_arguments,
@@ -19,14 +20,13 @@ from yuniplace.cliargs import (
     schedulers_from,
 )
 from yuniplace.controller.controller import Controller
-from yuniplace.controller.decision import AdmissionRules
-from yuniplace.controller.leader import LeaderElector, LeaseTiming
-from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.plan import Settings
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.kube import KubeClient
 from yuniplace.kube.versions import check_server
+from yuniplace.runtime.leader import LeaderElector, LeaseTiming
+from yuniplace.runtime.metrics import Metrics
 from yuniplace.webhook import command as webhook_command
 
 log = logging.getLogger(__name__)

@@ -10,26 +10,26 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
-from yuniplace.controller.admission import Admission
+from yuniplace.admission.cycle import Admission
+from yuniplace.admission.decision import AdmissionRules
+from yuniplace.admission.room import ClusterRoom
 from yuniplace.controller.apply import Executor, SwapTracker
-from yuniplace.controller.capacity import ClusterRoom
-from yuniplace.controller.decision import AdmissionRules
-from yuniplace.controller.events import EventRecorder, Reason
-from yuniplace.controller.metrics import Metrics
 from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import Planner
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
-from yuniplace.controller.store import PodStore
 from yuniplace.controller.unserved import UnservedPods
-from yuniplace.controller.workqueue import WorkQueue
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
+from yuniplace.runtime.events import EventRecorder, Reason
+from yuniplace.runtime.metrics import Metrics
+from yuniplace.runtime.store import PodStore
+from yuniplace.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ started whole, or naming a pod group that does not exist.
 
 from __future__ import annotations
 
-from yuniplace.controller.events import WARNING, Reason
 from yuniplace.controller.plan import Event, Plan
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.state import AppState
+from yuniplace.runtime.events import WARNING, Reason
 
 
 def bound_members(app: Application) -> int:

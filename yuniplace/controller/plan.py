@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from yuniplace.controller.events import NORMAL, Reason
-from yuniplace.controller.tickets import Ticket
+from yuniplace.admission.tickets import Ticket
 from yuniplace.gang import pods as p
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
 from yuniplace.queues.pools import Pool
+from yuniplace.runtime.events import NORMAL, Reason
 
 Pod = p.Pod
 

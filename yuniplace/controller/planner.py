@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from yuniplace.controller.events import NORMAL, Reason
+from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.controller.plan import (
     Event,
     Failure,
@@ -24,7 +24,6 @@ from yuniplace.controller.plan import (
     Swap,
 )
 from yuniplace.controller.podgroupstatus import pod_group_status
-from yuniplace.controller.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -39,6 +38,7 @@ from yuniplace.gang.resources import (
 from yuniplace.gang.state import TERMINAL, AppState, allowed
 from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, Style, check_member
 from yuniplace.queues.pools import confine
+from yuniplace.runtime.events import NORMAL, Reason
 
 Pod = p.Pod
 RESYNC_S = 60.0

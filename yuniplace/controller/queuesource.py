@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from yuniplace.controller.events import EventRecorder, Reason
-from yuniplace.controller.tickets import Refused
+from yuniplace.admission.tickets import Refused
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of
@@ -39,6 +38,7 @@ from yuniplace.queues.config import (
 )
 from yuniplace.queues.model import QueueConfig, QueueSpec
 from yuniplace.queues.placement import PARENT_QUEUE_ANNOTATION, Placement
+from yuniplace.runtime.events import EventRecorder, Reason
 
 log = logging.getLogger(__name__)
 VOLCANO_QUEUE_VERSION = "scheduling.volcano.sh/v1beta1"

@@ -11,8 +11,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from yuniplace.controller.events import EventRecorder, Reason
 from yuniplace.gang import pods as p
+from yuniplace.runtime.events import EventRecorder, Reason
 
 UNSERVED_AFTER_S = 10.0
 

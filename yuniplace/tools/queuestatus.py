@@ -10,10 +10,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from yuniplace.controller.admission import Admission
-from yuniplace.controller.capacity import ClusterRoom
+from yuniplace.admission.cycle import Admission
+from yuniplace.admission.room import ClusterRoom
 from yuniplace.controller.queuesource import QueueSource
-from yuniplace.controller.store import PodStore
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis
@@ -21,6 +20,7 @@ from yuniplace.gang.taskgroups import Limits
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.discovery import served_resources
 from yuniplace.queues.report import QueuesReport, as_json, quantities
+from yuniplace.runtime.store import PodStore
 
 NO_CONFIGURATION = (
     "No queue configuration: applications wait first in first out in a queue per name. Name a queues "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuniplace.controller.events import Reason
+from yuniplace.runtime.events import Reason
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from yuniplace.controller.events import Reason
-from yuniplace.controller.tickets import Granted, Refused, Ticket, Waiting
+from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
 from yuniplace.gang.groups import GroupConsent
@@ -24,6 +23,7 @@ from yuniplace.gang.userinfo import UserInfo
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, confine
 from yuniplace.queues.quota import NOBODY, Holder, Ledger, preempt_within, reclaim
+from yuniplace.runtime.events import Reason
 
 log = logging.getLogger(__name__)
 MAX_SHOWN_QUEUE = 63

@@ -26,12 +26,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from yuniplace.controller.capacity import ClusterRoom, room_node
-from yuniplace.controller.decision import IN_FLIGHT, AdmissionRules, App, Decision, Reclaim, in_line
-from yuniplace.controller.events import Reason
+from yuniplace.admission.decision import IN_FLIGHT, AdmissionRules, App, Decision, Reclaim, in_line
+from yuniplace.admission.room import ClusterRoom, room_node
+from yuniplace.admission.tickets import Refused, Ticket, Waiting
 from yuniplace.controller.queuesource import QueueSource
-from yuniplace.controller.store import PodStore
-from yuniplace.controller.tickets import Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
 from yuniplace.gang.application import Application
@@ -43,6 +41,8 @@ from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, pool_of
 from yuniplace.queues.quota import NOBODY, Ledger
 from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows, user_rows
+from yuniplace.runtime.events import Reason
+from yuniplace.runtime.store import PodStore
 
 log = logging.getLogger(__name__)
 COALESCE_S = 0.01
