@@ -3,8 +3,8 @@
 A dialect reads its own fields into a `StatedGang`; `gang_spec` then applies what yuniplace adds on top
 of any dialect (a member's own gang mode, gang group and schedulingPolicyParameters win over what the
 dialect says), checks the dialect's timeout against the limits and, for a gang of "N pods like this
-one", shapes its one task group like the pod. What happens beyond that (whether members wait for the
-whole gang to exist, what a timeout does) is each dialect's own rule, set on the GangSpec it returns.
+one", shapes its one task group like the pod. A dialect's own rules beyond that (whether members wait
+for the whole gang to exist, say) it sets on the GangSpec it returns.
 """
 
 from __future__ import annotations
