@@ -73,7 +73,7 @@ def test_room_kept_per_event_is_the_room_counted_from_scratch(
             node_used["cpu"] += {"500m": 500, "1": 1000, "2": 2000}[cpu]
             node_used["pods"] += 1000
     expected = Room([Node.of(node(name)) for name in NODES], used)
-    assert free(room.room(releasing=released)) == free(expected)
+    assert free(room.view().room(released=released)) == free(expected)
 
 
 def test_a_node_heartbeat_frees_no_room_and_a_grown_node_does() -> None:
@@ -87,11 +87,11 @@ def test_a_node_heartbeat_frees_no_room_and_a_grown_node_does() -> None:
     assert freed == []
     room.node_event("MODIFIED", node("n1", cpu="8"))
     assert freed == ["freed"]
-    assert room.room().free_of("n1")["cpu"] == 8000
+    assert room.view().room().free_of("n1")["cpu"] == 8000
     room.node_event("ADDED", node("n2"))
-    assert [n.name for n in room.room().nodes] == ["n1", "n2"]
+    assert [n.name for n in room.view().room().nodes] == ["n1", "n2"]
     room.node_event("DELETED", node("n1"))
-    assert [n.name for n in room.room().nodes] == ["n2"]
+    assert [n.name for n in room.view().room().nodes] == ["n2"]
     assert [n.name for n in room.empty_room().nodes] == ["n2"]
 
 
@@ -119,6 +119,6 @@ def test_nodes_kept_per_event_are_the_nodes_listed_from_scratch(events: list[tup
             live[name] = node(name, cpu=cpu)
             room.node_event(kind, live[name])
         expected = Room([Node.of(n) for n in live.values()], {"n1": {"cpu": 1000, "pods": 1000}})
-        assert [n.name for n in room.room().nodes] == [n.name for n in expected.nodes]
-        assert free(room.room()) == free(expected)
+        assert [n.name for n in room.view().room().nodes] == [n.name for n in expected.nodes]
+        assert free(room.view().room()) == free(expected)
         assert free(room.empty_room()) == free(Room([Node.of(n) for n in live.values()], {}))

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
-from yuniplace.admission.cycle import Admission
-from yuniplace.admission.room import ClusterRoom
-from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.admission.cycle import Admission, Queues
+from yuniplace.admission.decision import AdmissionRules
+from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
+from yuniplace.controller.queuesource import QueueSource
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.runtime.store import PodStore
 
 NS = "team"
+NO_QUEUES = QueueSource()  # no queue configuration: FIFO queues by name
 
 
 def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -72,27 +76,37 @@ def bound(name: str, node_name: str, cpu: str = "1") -> dict[str, Any]:
 
 
 class World:
-    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Admission as the controller wires it, its loop driven by hand: each reconcile's ticket is read
+    after the turn of the loop that would come before it."""
+
+    def __init__(
+        self,
+        nodes: list[dict[str, Any]],
+        pods: list[dict[str, Any]],
+        queues: Queues = NO_QUEUES,
+        clock: Callable[[], float] = time.time,
+        **rules: Any,
+    ) -> None:
         self.store = PodStore()
-        self.room = ClusterRoom(on_freed=self._freed)  # as the controller wires it
+        self.woken: list[p.AppKey] = []
+        self.admission = Admission(
+            self.store, Limits(), lambda _key: None, queues, self.woken.append, AdmissionRules(**rules), clock
+        )
+        self.room = self.admission.room
         self.room.nodes_listed(nodes)
         self.room.pods_listed(pods)
         self.store.replace(pods)
-        self.woken: list[p.AppKey] = []
-        self.cycles = 0
-        self.admission = Admission(
-            self.room, self.store, Limits(), lambda _key: None, self.woken.append, on_cycle=self._cycled
-        )
 
-    def _cycled(self, _seconds: float, _cpu_seconds: float) -> None:
-        self.cycles += 1
+    @property
+    def cycles(self) -> int:
+        return self.admission.cycles
 
-    def _freed(self) -> None:
-        if hasattr(self, "admission"):
-            self.admission.capacity_changed()
-
-    def ticket(self, app: str) -> Granted | Waiting:
-        return self.admission.ticket(p.AppKey(NS, app))
+    def ticket(self, app: str | p.AppKey) -> Ticket:
+        """What a reconcile of `app` (in NS, unless a key) reads: the last cycle's ticket, or, if it
+        has none or something changed since, the one of the cycle that follows (which wakes it)."""
+        key = app if isinstance(app, p.AppKey) else p.AppKey(NS, app)
+        first = self.admission.standing(key, pending=True).ticket
+        return self.admission.standing(key, pending=True).ticket if self.admission.turn() else first
 
 
 def ten_slots() -> list[dict[str, Any]]:
@@ -244,10 +258,27 @@ def test_members_that_finished_need_no_room() -> None:
     assert world.ticket("c") == Granted()
 
 
-def test_an_application_that_is_no_candidate_waits_without_an_announcement() -> None:
-    leaving = gang("a", 2, created=1)
-    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
-    world = World(ten_slots(), [leaving])
-    ticket = world.ticket("a")
-    assert isinstance(ticket, Waiting) and not ticket.announce
-    assert not world.ticket("a").announce
+def test_an_application_that_is_no_candidate_stays_undecided_and_others_are_decided() -> None:
+    """Its reconcile, which saw it pending, hears that admission has not decided (and so announces
+    nothing); the cycle it asked for decides every other application, and asking again brings no
+    other cycle until the application changes: here, its pod that describes the gang arrives."""
+    member = gang("a", 2, created=1)
+    member["metadata"].update(name="a-1", uid="uid-a-1")
+    del member["metadata"]["annotations"][keys.TASK_GROUPS]
+    world = World(ten_slots(), [member, gang("b", 2, created=2)])
+    assert world.ticket("a") == Undecided()
+    assert world.ticket("a") == Undecided()
+    assert world.ticket("b") == Granted() and world.cycles == 1
+    world.store.upsert(gang("a", 2, created=1))
+    assert world.ticket("a") == Granted() and world.cycles == 2
+
+
+def test_a_gang_backing_off_is_decided_once_its_backoff_is_over_though_nothing_else_changed() -> None:
+    """Its backoff ends with time alone: no pod changes, and yet its next ask brings a decision."""
+    now = [1_800_000_000.0]
+    backing_off = gang("a", 2, created=1)
+    backing_off["metadata"]["annotations"][keys.RETRY_AFTER] = p.format_time(now[0] + 30)
+    world = World(ten_slots(), [backing_off], clock=lambda: now[0])
+    assert world.ticket("a") == Undecided()
+    now[0] += 31
+    assert world.ticket("a") == Granted()

@@ -7,20 +7,15 @@ from typing import Any
 
 import pytest
 
+from tests.unit import test_gang_admission as gang_admission
 from tests.unit.test_gang_admission import NS, bound, gang, node
-from yuniplace.admission import cycle as admission
-from yuniplace.admission.cycle import Admission
-from yuniplace.admission.decision import AdmissionRules
-from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.model import QueueConfig, QueueSpec
 from yuniplace.queues.quota import Ledger
 from yuniplace.runtime.events import Reason
-from yuniplace.runtime.store import PodStore
 
 NOW = 1_800_000_000.0
 
@@ -58,33 +53,12 @@ def in_queue(pod: dict[str, Any], queue: str, *, priority: int = 0) -> dict[str,
     return pod
 
 
-class World:
-    def __init__(
-        self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], queues: admission.Queues, **rules: Any
-    ) -> None:
-        self.store = PodStore()
-        self.room = ClusterRoom(on_freed=self._freed)  # as the controller wires it
-        self.room.nodes_listed(nodes)
-        self.room.pods_listed(pods)
-        self.store.replace(pods)
+class World(gang_admission.World):
+    """Admission with queues, at NOW."""
+
+    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], queues: Queues, **rules: Any) -> None:
+        super().__init__(nodes, pods, queues, lambda: NOW, **rules)
         self.queues = queues
-        self.admission = Admission(
-            self.room,
-            self.store,
-            Limits(),
-            lambda _key: None,
-            lambda _key: None,
-            AdmissionRules(**rules),
-            lambda: NOW,
-            queues,
-        )
-
-    def _freed(self) -> None:
-        if hasattr(self, "admission"):
-            self.admission.capacity_changed()
-
-    def ticket(self, app: str) -> Granted | Waiting | Refused:
-        return self.admission.ticket(p.AppKey(NS, app))
 
     def add(self, pod: dict[str, Any]) -> None:
         self.store.upsert(pod)
@@ -180,10 +154,10 @@ def test_a_queue_reclaims_its_guarantee_from_the_newest_borrowing_gang_whole() -
     world = World(nodes(2), pods, queues)
     waiting = world.ticket("b-job")
     assert isinstance(waiting, Waiting) and "taking back room its queue root.b lent to root.a" in waiting.message
-    reclaim = world.admission.reclaim_of(p.AppKey(NS, "a-new"))
+    reclaim = world.admission.standing(p.AppKey(NS, "a-new"), pending=False).reclaim
     assert reclaim is not None and reclaim.beneficiary == p.AppKey(NS, "b-job")
     assert "evicting all its pods, the whole gang" in reclaim.message
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+    assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
 
 
 def test_of_borrowers_created_in_the_same_second_the_one_reserved_last_is_taken_back() -> None:
@@ -197,8 +171,8 @@ def test_of_borrowers_created_in_the_same_second_the_one_reserved_last_is_taken_
         second = reserved_first if first is reserved_last else reserved_last
         world = World(nodes(2), [*first, *second, in_queue(gang("b-job", 4, created=3), "b")], queues)
         assert isinstance(world.ticket("b-job"), Waiting)
-        assert world.admission.reclaim_of(p.AppKey(NS, "a-1")) is not None
-        assert world.admission.reclaim_of(p.AppKey(NS, "a-2")) is None
+        assert world.admission.standing(p.AppKey(NS, "a-1"), pending=False).reclaim is not None
+        assert world.admission.standing(p.AppKey(NS, "a-2"), pending=False).reclaim is None
 
 
 def test_a_reclaim_lasts_until_the_evicted_gang_has_let_its_room_go_though_its_job_makes_new_pods() -> None:
@@ -209,7 +183,7 @@ def test_a_reclaim_lasts_until_the_evicted_gang_has_let_its_room_go_though_its_j
     newer = running("a-new", 3, "a", on=["n1"], created=2)
     world = World(nodes(2), [*older, *newer, in_queue(gang("b-job", 4, created=3), "b")], queues)
     assert isinstance(world.ticket("b-job"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-new")) is not None
+    assert world.admission.standing(p.AppKey(NS, "a-new"), pending=False).reclaim is not None
 
     for pod in newer:  # evicted: going, still on their node
         pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
@@ -218,13 +192,13 @@ def test_a_reclaim_lasts_until_the_evicted_gang_has_let_its_room_go_though_its_j
     again["metadata"].update(name="a-new-again", uid="uid-a-new-again")
     world.add(again)
     assert isinstance(world.ticket("b-job"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+    assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
 
     for pod in newer:
         world.remove(pod)
     assert isinstance(world.ticket("b-job"), Granted)
     assert isinstance(world.ticket("a-new"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+    assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
 
 
 def test_a_queue_without_preemption_never_reclaims() -> None:
@@ -238,7 +212,7 @@ def test_a_queue_without_preemption_never_reclaims() -> None:
     ]
     world = World(nodes(2), pods, queues)
     assert isinstance(world.ticket("b-job"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-new")) is None
+    assert world.admission.standing(p.AppKey(NS, "a-new"), pending=False).reclaim is None
 
 
 def test_a_pool_keeps_its_queues_gangs_on_its_nodes_and_others_off_it_unless_shared() -> None:
@@ -312,8 +286,8 @@ def test_reclaim_takes_back_only_gangs_holding_room_the_waiting_gang_could_use()
     ]
     world = World(cluster, pods, queues)
     assert isinstance(world.ticket("train"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "etl-gpu")) is not None
-    assert world.admission.reclaim_of(p.AppKey(NS, "etl-cpu")) is None
+    assert world.admission.standing(p.AppKey(NS, "etl-gpu"), pending=False).reclaim is not None
+    assert world.admission.standing(p.AppKey(NS, "etl-cpu"), pending=False).reclaim is None
 
 
 def test_a_queue_whose_borrowing_cannot_be_told_comes_last_and_the_others_are_decided(

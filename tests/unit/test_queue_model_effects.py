@@ -20,8 +20,9 @@ from yuniplace.queues.volcano import read_volcano_queues
 PACKAGE = Path(__file__).resolve().parents[2] / "yuniplace"
 # The code that decides with the configuration (not the readers that build it).
 DECIDERS = (
-    "admission/cycle.py",
+    "admission/snapshot.py",
     "admission/decision.py",
+    "admission/line.py",
     "queues/quota.py",
     "queues/pools.py",
     "queues/placement.py",
@@ -36,12 +37,12 @@ READ_BY = {
         "path": ("queues/quota.py", "queues/placement.py"),
         "guaranteed": ("queues/quota.py",),  # borrowing, lending, reclaim
         "max": ("queues/quota.py",),
-        "node_selector": ("queues/pools.py", "admission/cycle.py"),
+        "node_selector": ("queues/pools.py", "admission/snapshot.py"),
         "sharing": ("queues/quota.py", "queues/pools.py"),
         "borrowing": ("queues/quota.py",),
         "preemption": ("queues/quota.py",),  # whether it reclaims
-        "ordering": ("admission/decision.py",),  # the line of its applications
-        "by_priority": ("admission/decision.py",),
+        "ordering": ("admission/line.py",),  # the line of its applications
+        "by_priority": ("admission/line.py",),
         "submitters": ("queues/placement.py",),  # submitacl and adminacl
         "source": ("queues/config.py",),  # messages naming where a queue was configured
         "parent_queue": ("queues/model.py",),

@@ -85,7 +85,7 @@ def test_a_reclaim_lasts_while_its_evicted_pods_are_still_on_their_nodes() -> No
     newer = running("a-new", 3, "a", on=["n1"], created=2)
     world = World(nodes(2), [*older, *newer, in_queue(gang("b-job", 4, created=3), "b")], queues)
     assert isinstance(world.ticket("b-job"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-new")) is not None
+    assert world.admission.standing(p.AppKey(NS, "a-new"), pending=False).reclaim is not None
 
     for pod in newer:
         pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
@@ -93,12 +93,12 @@ def test_a_reclaim_lasts_while_its_evicted_pods_are_still_on_their_nodes() -> No
     for _ in range(3):  # whatever wakes the cycles
         world.admission.capacity_changed()
         assert "1 gang(s) going" in message(world.ticket("b-job"))
-        assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+        assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
     for pod in newer:
         world.remove(pod)
     world.admission.capacity_changed()
     assert isinstance(world.ticket("b-job"), Granted)
-    assert world.admission.reclaim_of(p.AppKey(NS, "a-old")) is None
+    assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
 
 
 # -- maxapplications, users and groups --------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_a_queue_that_preempts_within_itself_evicts_its_lower_priority_gang_once
         ]
         world = World(nodes(1), pods, Queues(QueueSpec("root.pool", guaranteed=cores(4), preempts_within=preempts)))
         note = message(world.ticket("high"))
-        reclaim_ = world.admission.reclaim_of(p.AppKey(NS, "low"))
+        reclaim_ = world.admission.standing(p.AppKey(NS, "low"), pending=False).reclaim
         assert (reclaim_ is not None) == evicted, note
         if evicted:
             assert "evicting 1 lower-priority gang(s) of its queue root.pool" in note
@@ -253,4 +253,4 @@ def test_a_gang_never_preempts_one_of_its_own_priority() -> None:
     pods = [*running("old", 4, "pool", on=["n0"], created=1), in_queue(gang("new", 4, created=2), "pool")]
     world = World(nodes(1), pods, Queues(QueueSpec("root.pool", preempts_within=True)))
     assert isinstance(world.ticket("new"), Waiting)
-    assert world.admission.reclaim_of(p.AppKey(NS, "old")) is None
+    assert world.admission.standing(p.AppKey(NS, "old"), pending=False).reclaim is None

@@ -354,7 +354,7 @@ def test_a_pools_own_gang_takes_back_its_nodes_from_a_gang_that_borrowed_them() 
     assert (
         isinstance(waiting, Waiting) and "taking back room its queue root.demo lent to root.default" in waiting.message
     )
-    assert world.admission.reclaim_of(p.AppKey(NS, "borrower")) is not None
+    assert world.admission.standing(p.AppKey(NS, "borrower"), pending=False).reclaim is not None
 
 
 def test_no_gang_of_another_pool_goes_to_masters_nor_is_held_back_by_its_idle_room() -> None:

@@ -11,8 +11,7 @@ import pytest
 from tests.unit.test_gang_admission import NS, World, bound, gang, node, ten_slots
 from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
 from yuniplace import boundedjson
-from yuniplace.admission.decision import AdmissionRules
-from yuniplace.admission.tickets import Granted, Refused, Waiting
+from yuniplace.admission.tickets import Granted, Refused, Undecided, Waiting
 from yuniplace.controller.plan import Settings
 from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
@@ -125,6 +124,22 @@ def test_first_in_queue_its_timeout_runs_from_when_it_became_first() -> None:
     assert "not admitted within 60s of becoming first in its queue" in late.events[0].note
 
 
+def test_until_admission_decides_nothing_changes_and_its_queue_clock_keeps_running() -> None:
+    """A controller that restarts has no tickets until its first cycle: a gang first in its queue for
+    30 of its 60 seconds keeps its clock (not restarted, as YUNIKORN-1155 had it), announces nothing,
+    and is looked at again when its timeout would run out."""
+    queued = Application.of(
+        KEY,
+        [
+            driver(policy="placeholderTimeoutInSeconds=60", annotations={keys.QUEUED_SINCE: p.format_time(NOW - 30)}),
+            executor(0),
+        ],
+    )
+    plan = plan_application(queued, NOW, ticket=Undecided())
+    assert plan.state == AppState.PENDING and plan.events == [] and plan.annotate == {}
+    assert plan.requeue_after_s == 30
+
+
 def test_behind_others_its_timeout_does_not_run() -> None:
     queued = Application.of(
         KEY,
@@ -173,10 +188,7 @@ def test_placeholders_refused_by_the_api_give_the_reservation_back_and_retry() -
 def world(
     pods: list[dict[str, Any]], nodes: list[dict[str, Any]] | None = None, now: float = NOW, **rules: Any
 ) -> World:
-    made = World(nodes or ten_slots(), pods)
-    made.admission._rules = AdmissionRules(**rules)
-    made.admission._clock = lambda: now
-    return made
+    return World(nodes or ten_slots(), pods, clock=lambda: now, **rules)
 
 
 def queued(pod: dict[str, Any], since: float) -> dict[str, Any]:
@@ -228,8 +240,8 @@ def test_an_application_of_another_namespace_is_not_dragged_into_a_gang_group_it
     namer = cross("train", "team-a", 5, created=1, group_with=["team-a/train", "team-b/eval"])
     victim = cross("eval", "team-b", 2, created=2)
     made = world(busy + [namer, victim])
-    assert made.admission.ticket(p.AppKey("team-b", "eval")) == Granted()
-    waiting = made.admission.ticket(p.AppKey("team-a", "train"))
+    assert made.ticket(p.AppKey("team-b", "eval")) == Granted()
+    waiting = made.ticket(p.AppKey("team-a", "train"))
     assert isinstance(waiting, Waiting) and "team-b/eval" in waiting.message and waiting.times_out
 
 
@@ -237,10 +249,10 @@ def test_gang_groups_across_namespaces_form_when_both_name_each_other_or_are_tru
     busy = [bound(f"x{i}", f"n{i}", cpu="2") for i in range(3)]
     both = ["team-a/train", "team-b/eval"]
     mutual = world(busy + [cross("train", "team-a", 3, 1, both), cross("eval", "team-b", 2, 2, both)])
-    assert isinstance(mutual.admission.ticket(p.AppKey("team-b", "eval")), Waiting)  # 5 needed, 4 free: together
+    assert isinstance(mutual.ticket(p.AppKey("team-b", "eval")), Waiting)  # 5 needed, 4 free: together
     one_sided = [cross("train", "team-a", 3, 1, both), cross("eval", "team-b", 2, 2)]
     trusted = world(busy + one_sided, consent=GroupConsent.of([["team-a", "team-b"]]))
-    assert isinstance(trusted.admission.ticket(p.AppKey("team-b", "eval")), Waiting)
+    assert isinstance(trusted.ticket(p.AppKey("team-b", "eval")), Waiting)
 
 
 def test_a_gang_larger_than_its_namespace_may_hold_is_refused() -> None:
@@ -272,7 +284,7 @@ def test_waiting_messages_never_name_another_namespaces_application() -> None:
     mine = cross("mine", "team-b", 4, created=2)
     mine["metadata"]["labels"]["queue"] = "shared"
     made = world(full + [head, mine])
-    waiting = made.admission.ticket(p.AppKey("team-b", "mine"))
+    waiting = made.ticket(p.AppKey("team-b", "mine"))
     assert isinstance(waiting, Waiting) and "position 2 in queue shared" in waiting.message
     assert "secret-project" not in waiting.message and "team-a" not in waiting.message
     assert "another namespace" in waiting.message
@@ -342,7 +354,7 @@ def test_any_annotation_values_never_break_admission_or_planning(annotations: li
     made = world(pods)
     applications = made.store.keys()
     for key in applications:
-        ticket = made.admission.ticket(key)
+        ticket = made.ticket(key)
         view = Application.of(key, made.store.app_pods(key))
         plan_application(view, NOW, Settings(limits=Limits()), ticket=ticket, peers={})
     assert made.ticket("good") == Granted()

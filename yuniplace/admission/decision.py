@@ -12,24 +12,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from yuniplace.admission.line import units
+from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
+from yuniplace.gang.fit import Need, Room
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
-from yuniplace.gang.taskgroups import GangSpec
-from yuniplace.gang.userinfo import UserInfo
-from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
-from yuniplace.queues.pools import Pool, confine
-from yuniplace.queues.quota import NOBODY, Holder, Ledger, preempt_within, reclaim
+from yuniplace.queues.quota import Holder, Ledger, preempt_within, reclaim
 from yuniplace.runtime.events import Reason
 
 log = logging.getLogger(__name__)
 MAX_SHOWN_QUEUE = 63
 
-# States in which an application's gang may still be taking room it was admitted to.
-IN_FLIGHT = frozenset({AppState.RESERVING, AppState.RESERVED, AppState.RUNNING})
 ANOTHER_NAMESPACE = "an application of another namespace"
 
 
@@ -44,86 +40,6 @@ class AdmissionRules:
     # A queue's head waiting this long has its placeholders created anyway, for a cluster autoscaler
     # to see pending pods of the right shapes (None: never).
     placeholders_after_s: float | None = None
-
-
-@dataclass(frozen=True)
-class App:
-    key: p.AppKey
-    spec: GangSpec
-    state: AppState
-    arrival: tuple[float, int, str]  # created (in seconds), first seen by the controller, its key
-    queue: str  # with a queue configuration, the queue it was placed in; else the name it asks for
-    holding: Mapping[str, int]  # room taken on nodes, by group: placed placeholders and members
-    needing: Mapping[str, int]  # live members taking no room yet, by group
-    placeholders: int  # live placeholders
-    backing_off: bool
-    queued_since: float | None  # when it became first in its queue
-    priority: int = 0  # its pods' priority, which orders it within a queue that orders by priority
-    pool: Pool = field(default_factory=Pool)
-    held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
-    running: bool = False  # its originator runs: taking its room back means evicting it
-    reserving_since: float | None = None  # when its reservation began: the newest is taken back first
-    # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
-    # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
-    native: bool = False
-    user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
-
-    def _outstanding(self, group: str, min_member: int) -> int:
-        missing = max(0, min_member - self.holding.get(group, 0))
-        # Once reserved, only members still to be swapped in need room: the rest have had theirs.
-        return (
-            missing
-            if self.state in (AppState.PENDING, AppState.RESERVING)
-            else min(missing, self.needing.get(group, 0))
-        )
-
-    def needs(self, outstanding: bool) -> list[Need]:
-        """The gang's room: all of it, or (outstanding) what no pod of it takes on a node yet; placed
-        as its queue's pool allows."""
-        needs = []
-        for group in self.spec.groups:
-            confined = confine(group, self.pool)
-            needs.append(
-                Need(
-                    count=self._outstanding(group.name, group.min_member) if outstanding else group.min_member,
-                    requests=amounts(confined.min_resource),
-                    constraints=Constraints(confined.node_selector, tuple(confined.tolerations), confined.affinity),
-                    label=group.name,
-                )
-            )
-        return needs
-
-    def amounts(self, outstanding: bool) -> dict[str, int]:
-        """The gang's needs summed over its pods (`pods` counting 1000 a pod): what its queue accounts."""
-        total: dict[str, int] = {}
-        for need in self.needs(outstanding):
-            for name, amount in {**need.requests, PODS: 1000}.items():
-                total[name] = total.get(name, 0) + amount * need.count
-        return total
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """What it counts against its queue: the room its pods take, and what it is yet to take."""
-        total = dict(self.held)
-        for name, amount in self.amounts(outstanding=True).items():
-            total[name] = total.get(name, 0) + amount
-        return total
-
-    @property
-    def placeholder_budget(self) -> int:
-        """Placeholders it holds or is about to create: a namespace's share against its limit."""
-        return self.spec.min_members if self.state in (AppState.PENDING, AppState.RESERVING) else self.placeholders
-
-
-def in_line(app: App, queue: QueueSpec | None, capacity: Amounts) -> tuple[int, float, tuple[float, int, str]]:
-    """The application's place in its queue's line, as YuniKorn sorts a queue's applications: by
-    priority first (unless the queue disables it), then, for a fair queue, the one using least first
-    (its largest share of any resource of the cluster), then by arrival."""
-    priority = -app.priority if queue is None or queue.by_priority else 0
-    share = 0.0
-    if queue is not None and queue.ordering is Ordering.FAIR:
-        share = max((amount / capacity[name] for name, amount in app.held.items() if capacity.get(name)), default=0.0)
-    return priority, share, app.arrival
 
 
 @dataclass(frozen=True)
@@ -168,45 +84,92 @@ def _named_for(key: p.AppKey, viewer: str) -> str:
     return str(key) if key.namespace == viewer else ANOTHER_NAMESPACE
 
 
+@dataclass(frozen=True)
+class Memory:
+    """What admission carries from one cycle to the next."""
+
+    tickets: Mapping[p.AppKey, Ticket] = field(default_factory=dict)
+    granted: frozenset[p.AppKey] = frozenset()  # admitted and not reserving yet
+    reclaiming: Mapping[p.AppKey, Reclaim] = field(default_factory=dict)  # gangs whose room is taken back
+    spared: frozenset[p.AppKey] = frozenset()  # gangs a budget kept whole: no victims for a while
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One cycle's decisions."""
+
+    tickets: Mapping[p.AppKey, Ticket]
+    granted: frozenset[p.AppKey]
+    reclaiming: Mapping[p.AppKey, Reclaim]  # every gang whose room is being taken back
+    reclaims: Mapping[p.AppKey, Reclaim]  # those this cycle chose
+    claim_lapses_at: float | None  # the next time a head's claim runs out
+    waiting_by_queue: Mapping[str, int]
+    ledger: Ledger | None  # what each queue holds, as this cycle counted it
+
+
+def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory()) -> Decided:
+    """Every waiting application's ticket, unit by unit in line, over one snapshot: a pure function of
+    its arguments. One application's bad data costs that application its admission, never the others
+    theirs."""
+    apps = snapshot.apps
+    granted = {
+        key
+        for key in memory.granted
+        if (app := apps.get(key)) is not None and app.state == AppState.PENDING and not app.backing_off
+    }
+    # A reclaim lasts until its gang's pods have left their nodes (evicted pods may take a while to
+    # stop): until then the room is not free, and choosing another victim for it would take more
+    # than the waiting gang needs.
+    reclaiming = {key: why for key, why in memory.reclaiming.items() if snapshot.holds_room(key)}
+    tickets: dict[p.AppKey, Ticket] = dict(snapshot.refused)
+    decision = Decision(snapshot, rules, granted, memory.tickets, tickets, reclaiming, memory.spared)
+    for unit in decision.guarantees_first(units(snapshot, rules.consent)):
+        try:
+            decision.decide(unit)
+        except Exception as error:
+            log.exception("admission cannot decide for %s", ", ".join(str(a.key) for a in unit))
+            for app in unit:
+                tickets[app.key] = Refused(
+                    Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
+                )
+    return Decided(
+        tickets=tickets,
+        granted=frozenset(granted),
+        reclaiming={**reclaiming, **decision.reclaims},
+        reclaims=decision.reclaims,
+        claim_lapses_at=decision.claim_lapses_at,
+        waiting_by_queue=decision.waiting_by_queue,
+        ledger=decision.ledger,
+    )
+
+
 class Decision:
     """One admission cycle's running state: the room left, what each namespace holds and queues, and
-    which queue's head claims what; `decide` is called for each unit in queue order. `granted` (the
+    which queue's head claims what; `decide` is called for each unit in line. `granted` (the
     applications admitted and not reserving yet) is updated in place; `reclaims` collects the gangs
     whose room is taken back."""
 
     def __init__(
         self,
-        *,
+        snapshot: Snapshot,
         rules: AdmissionRules,
-        queues: QueueConfig,
-        apps: Mapping[p.AppKey, App],
-        room: Room,
-        empty: Room,
-        now: float,
         granted: set[p.AppKey],
         previous: Mapping[p.AppKey, Ticket],
         tickets: dict[p.AppKey, Ticket],
-        awaited_peers: Callable[[App], list[str]],
-        room_without: Callable[[Sequence[p.AppKey]], Room],
         reclaiming: Mapping[p.AppKey, Reclaim],
         spared: frozenset[p.AppKey] = frozenset(),
-        pool_usage: Mapping[str, Amounts] | None = None,
-        nodes_of: Callable[[p.AppKey], set[str]] = lambda _key: set(),
     ) -> None:
+        self._snapshot = snapshot
         self._rules = rules
-        self._queues = queues
-        self._apps = apps
-        self._room = room
-        self._empty = empty
-        self._now = now
+        self._queues = queues = snapshot.config
+        self._apps = apps = snapshot.apps
+        self._now = snapshot.now
         self._granted = granted
         self._previous = previous
         self._tickets = tickets
-        self._awaited_peers = awaited_peers
-        self._room_without = room_without
         self._reclaiming = reclaiming
         self._spared = spared
-        self._nodes_of = nodes_of  # where an application's pods take room
+        self._room = self._room_left()
         self.reclaims: dict[p.AppKey, Reclaim] = {}
         self._heads: dict[str, p.AppKey] = {}
         self.claim_lapses_at: float | None = None
@@ -214,7 +177,7 @@ class Decision:
         self._waiting: Counter[str] = Counter()
         self.waiting_by_queue: Counter[str] = Counter()
         self._placeholders: Counter[str] = Counter()
-        self.ledger = None if queues.empty else Ledger(queues, pool_usage or {})
+        self.ledger = None if queues.empty else Ledger(queues, snapshot.pool_usage)
         for app in apps.values():
             if app.state in IN_FLIGHT or app.key in granted:
                 self._placeholders[app.key.namespace] += app.placeholder_budget
@@ -225,6 +188,35 @@ class Decision:
             app.state == AppState.RESERVING and any(need.count for need in app.needs(outstanding=True))
             for app in apps.values()
         )
+
+    def _room_left(self, without: Sequence[p.AppKey] = ()) -> Room:
+        """The free room once every reservation in flight (and every one granted) has taken what it is
+        still to take; `without` those applications, as if they and their pods were gone (a removal
+        tried on the snapshot, which is left as it was)."""
+        gone = set(without)
+        room = self._snapshot.free_room(without=gone)
+        for app in self._apps.values():
+            if app.key not in gone and (app.state in IN_FLIGHT or app.key in self._granted):
+                room.take_all(app.needs(outstanding=True))
+        return room
+
+    def _awaited_peers(self, app: App) -> list[str]:
+        """The applications of its gang group it still waits for: ones not created yet, and ones of
+        another namespace that have not named it back. Both read alike, so a tenant learns nothing of
+        another namespace's applications from them."""
+        awaited = []
+        consent = self._rules.consent
+        for ref in app.spec.gang_group:
+            key = p.AppKey.parse(ref)
+            if key == app.key:
+                continue
+            peer = self._snapshot.peer(key)
+            if consent.trusts(app.key.namespace, key.namespace):
+                if not peer.exists:
+                    awaited.append(ref)
+            elif not consent.joins(app.key, key, peer.gang_group):
+                awaited.append(ref)
+        return awaited
 
     def guarantees_first(self, units: Sequence[Sequence[App]]) -> list[Sequence[App]]:
         """The units of queues whose head stays within its guarantee, before those of queues whose
@@ -287,7 +279,7 @@ class Decision:
             self._wait(unit, lambda _app: f"waiting for its queue: {limited}", times_out=False)
             return
         needs = [need for app in unit for need in app.needs(outstanding=False)]
-        never = self._empty.copy().take_all(needs)
+        never = self._snapshot.empty.copy().take_all(needs)
         if any(never):
             self._grant(
                 unit,
@@ -360,13 +352,13 @@ class Decision:
             and other.key not in self._reclaiming
             and other.key not in self._spared
             and other.queue in self._queues.queues
-            and self._nodes_of(other.key) & usable  # only room the gang could use is worth taking back
+            and self._snapshot.nodes_of(other.key) & usable  # only room the gang could use is worth taking back
         ]
         if not holders:
             return False
 
         def fits_without(taken: Sequence[Holder]) -> bool:
-            room = self._room_without([h.key for h in taken if isinstance(h.key, p.AppKey)])
+            room = self._room_left([h.key for h in taken if isinstance(h.key, p.AppKey)])
             return room.reserve(needs)
 
         queue = _shown(app.queue)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import bisect
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -65,11 +66,71 @@ class PoolRoom:
     taken: dict[str, int] = field(default_factory=dict)
 
 
+Take = tuple[str, Amounts]  # the node a pod takes room on, and what it takes there
+
+
+@dataclass(frozen=True)
+class RoomView:
+    """Every node's free room and what each pod (by uid) takes, as they stood at one moment."""
+
+    nodes: Sequence[Node]  # by name
+    free: Mapping[str, Mapping[str, int]]
+    takes: Mapping[str, Take]
+
+    def room(self, released: Iterable[str] = ()) -> Room:
+        """The free room, with what the pods `released` (uids) take given back, as if they were gone.
+        The view itself is left as it was: the released room lies over it, so trying a removal costs
+        the pods removed, and undoing it costs nothing."""
+        freed: dict[str, Mapping[str, int]] = {}
+        for uid in released:
+            take = self.takes.get(uid)
+            if take is None or take[0] not in self.free:
+                continue
+            node, amounts = take
+            room = dict(freed.get(node, self.free[node]))
+            for name, amount in {**amounts, "pods": 1000}.items():
+                if name in room:
+                    room[name] += amount
+            freed[node] = room
+        # ChainMap only reads the view here (its type asks for a mutable mapping it never writes to).
+        return Room.of_free(
+            self.nodes, ChainMap(freed, cast(dict[str, Mapping[str, int]], self.free)) if freed else self.free
+        )
+
+    def held(self, uids: Iterable[str]) -> dict[str, int]:
+        """What the pods `uids` take on their nodes, summed (`pods` counting 1000 a pod)."""
+        total: dict[str, int] = {}
+        for uid in uids:
+            take = self.takes.get(uid)
+            if take is not None:
+                _sum_into(total, {**take[1], "pods": 1000})
+        return total
+
+
+def pool_room(
+    nodes: Iterable[Node], takes: Mapping[str, Take], selector: Mapping[str, str], counted: Callable[[str], bool]
+) -> PoolRoom:
+    """The nodes `selector` matches, summed: what they have and what the pods `counted` (by uid) take on
+    them (`pods` counting 1000 a pod)."""
+    room = PoolRoom()
+    names = set()
+    for node in nodes:
+        if all(node.labels.get(k) == v for k, v in selector.items()):
+            names.add(node.name)
+            _sum_into(room.capacity, node.capacity)
+            _sum_into(room.allocatable, node.allocatable)
+    room.nodes = len(names)
+    for uid, (node_name, amounts) in takes.items():
+        if node_name in names and counted(uid):
+            _sum_into(room.taken, {**amounts, "pods": 1000})
+    return room
+
+
 class ClusterRoom:
     def __init__(self, on_freed: Callable[[], None] = lambda: None) -> None:
         self._lock = threading.Lock()
         self._nodes: dict[str, Node] = {}
-        self._takes: dict[str, tuple[str, Amounts]] = {}  # pod uid -> (node, requests)
+        self._takes: dict[str, Take] = {}  # pod uid -> (node, requests)
         self._used: dict[str, Amounts] = {}
         # Each node's free room, kept as pods come and go (a new dict on each change, so a snapshot of
         # the map is a consistent, shallow copy), and the nodes in name order: a cycle's room is taken
@@ -145,12 +206,12 @@ class ClusterRoom:
         used["pods"] = used.get("pods", 0) + sign * 1000
         self._refresh(node)
 
-    def _take(self, node: str, pod: Pod) -> tuple[str, Amounts]:
+    def _take(self, node: str, pod: Pod) -> Take:
         amounts = from_decimals(pod_requests(pod.get("spec", {})))
         shape = self._shapes.setdefault(tuple(sorted(amounts.items())), amounts)
         return sys.intern(node), shape
 
-    def _set(self, uid: str, take: tuple[str, Amounts] | None) -> bool:
+    def _set(self, uid: str, take: Take | None) -> bool:
         """Record what pod `uid` takes; return whether room was freed."""
         before = self._takes.pop(uid, None)
         if before is not None:
@@ -185,53 +246,16 @@ class ClusterRoom:
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def held(self) -> frozenset[str]:
-        """The pods that take room on a node, as far as the room has seen."""
+    def view(self) -> RoomView:
+        """The room as it stands now, for one admission cycle to decide on: shallow copies, since what
+        they hold is replaced on each change and never changed in place."""
         with self._lock:
-            return frozenset(self._takes)
-
-    def room(self, releasing: Iterable[str] = ()) -> Room:
-        """The free room of every node now (admission consumes it hypothetically), with the room of the
-        pods `releasing` (uids) freed, as if they were gone."""
-        with self._lock:
-            free = dict(self._free)
-            for uid in releasing:
-                take = self._takes.get(uid)
-                if take is None or take[0] not in free:
-                    continue
-                node, amounts = take
-                released = dict(free[node])
-                for name, amount in {**amounts, "pods": 1000}.items():
-                    if name in released:
-                        released[name] += amount
-                free[node] = released
-            return Room.of_free(self._ordered, free)
-
-    def held_amounts(self, uids: Iterable[str]) -> dict[str, int]:
-        """What the pods `uids` take on their nodes, summed (`pods` counting 1000 a pod)."""
-        total: dict[str, int] = {}
-        with self._lock:
-            for uid in uids:
-                take = self._takes.get(uid)
-                if take is not None:
-                    _sum_into(total, {**take[1], "pods": 1000})
-        return total
+            return RoomView(self._ordered, dict(self._free), dict(self._takes))
 
     def pool(self, selector: Mapping[str, str], counted: Callable[[str], bool]) -> PoolRoom:
-        """The nodes `selector` matches, summed: what they have and what the pods `counted` (by uid)
-        take on them (`pods` counting 1000 a pod)."""
-        room = PoolRoom()
+        """The nodes `selector` matches, summed, and what the pods `counted` take on them."""
         with self._lock:
-            nodes = [n for n in self._nodes.values() if all(n.labels.get(k) == v for k, v in selector.items())]
-            names = {n.name for n in nodes}
-            for node in nodes:
-                _sum_into(room.capacity, node.capacity)
-                _sum_into(room.allocatable, node.allocatable)
-            room.nodes = len(nodes)
-            for uid, (node_name, amounts) in self._takes.items():
-                if node_name in names and counted(uid):
-                    _sum_into(room.taken, {**amounts, "pods": 1000})
-        return room
+            return pool_room(self._ordered, self._takes, selector, counted)
 
     def empty_room(self) -> Room:
         """Every node's whole allocatable room, as if nothing ran: what a gang could ever get. (A copy of

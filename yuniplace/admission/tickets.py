@@ -34,4 +34,11 @@ class Refused:
     message: str
 
 
-Ticket = Granted | Waiting | Refused
+@dataclass(frozen=True)
+class Undecided:
+    """Admission has not decided about the application yet (it is new, or changed after the last cycle
+    read it): its next cycle will, and wakes it. Nothing about the application changes meanwhile, its
+    queue clock included."""
+
+
+Ticket = Granted | Waiting | Refused | Undecided

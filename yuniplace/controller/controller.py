@@ -12,7 +12,6 @@ from dataclasses import replace
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
-from yuniplace.admission.room import ClusterRoom
 from yuniplace.controller.apply import Executor, SwapTracker
 from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
@@ -57,12 +56,10 @@ class Controller:
         self._settings = settings
         self._workers = workers
         self._clock = clock
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics = metrics or Metrics()
         self.store = PodStore(settings.schedulers)
         self.queue: WorkQueue[p.AppKey] = WorkQueue()
-        self.recorder = EventRecorder(
-            client, on_posted=lambda kind, reason: self.metrics.events.labels(kind, reason).inc()
-        )
+        self.recorder = EventRecorder(client, metrics=self.metrics)
         self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)
         self.unserved = UnservedPods(self.recorder, settings.schedulers)
         self._sees_everything = namespace is None and not settings.always_nominate
@@ -86,15 +83,14 @@ class Controller:
         self._node_waiters: dict[str, set[p.AppKey]] = {}
         self._states: dict[p.AppKey, AppState] = {}
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
+        self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
         # covers every namespace even when only one namespace's applications are managed.
-        self.room: ClusterRoom | None = None
         self.admission: Admission | None = None
         self.queues: QueueSource | None = None
         self._node_watch: ListWatch | None = None
         if admission:
-            self.room = ClusterRoom(on_freed=self._capacity_changed)
             self.queues = QueueSource(
                 queues_configmap,
                 recorder=self.recorder,
@@ -102,18 +98,11 @@ class Controller:
                 events_namespace=namespace or "default",
             )
             self.admission = Admission(
-                self.room,
-                self.store,
-                settings.limits,
-                self.pod_groups.get,
-                self.queue.add,
-                rules,
-                clock,
-                self.queues,
-                on_cycle=self._admission_cycle,
+                self.store, settings.limits, self.pod_groups.get, self.queues, self.queue.add, rules, clock, metrics
             )
+            room = self.admission.room
             self._node_watch = ListWatch(
-                client, "/api/v1/nodes", on_list=self.room.nodes_listed, on_event=self.room.node_event, name="nodes"
+                client, "/api/v1/nodes", on_list=room.nodes_listed, on_event=room.node_event, name="nodes"
             )
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
         self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods", trim=p.trim)
@@ -139,10 +128,6 @@ class Controller:
         with self._lock:
             return any(owner != key for owner in self._waiting.values())
 
-    def _admission_cycle(self, seconds: float, cpu_seconds: float) -> None:
-        self.metrics.admission_cycle_seconds.observe(seconds)
-        self.metrics.admission_cycle_cpu.inc(cpu_seconds)
-
     def _capacity_changed(self) -> None:
         if self.admission is not None:
             self.admission.capacity_changed()
@@ -151,8 +136,8 @@ class Controller:
         return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
 
     def _on_list(self, pods: list[p.Pod]) -> None:
-        if self.room is not None:
-            self.room.pods_listed(pods)
+        if self.admission is not None:
+            self.admission.room.pods_listed(pods)
         pods = [pod for pod in pods if self._managed(pod)]
         self.unserved.replace(pods)
         waiting = {p.uid(pod): p.app_key(pod) for pod in pods if self._is_waiting(pod)}
@@ -171,8 +156,8 @@ class Controller:
             log.exception("cannot take in the %s of pod %s/%s; skipped", kind, meta.get("namespace"), meta.get("name"))
 
     def _take_in(self, kind: str, pod: p.Pod) -> None:
-        if self.room is not None:
-            self.room.pod_event(kind, pod)
+        if self.admission is not None:
+            self.admission.room.pod_event(kind, pod)
         if not self._managed(pod):
             return
         self.unserved.observe(kind, pod)
@@ -223,19 +208,19 @@ class Controller:
         admission = self.admission
         if admission is None:
             return Surroundings(self.store.nodes_in_flight(), peers=peers)
-        reclaim = admission.reclaim_of(app.key)
+        standing = admission.standing(app.key, pending=app.state == AppState.PENDING)
         return Surroundings(
             self.store.nodes_in_flight(),
-            ticket=admission.ticket(app.key) if app.state == AppState.PENDING else None,
+            ticket=standing.ticket,
             peers=peers,
-            pool=admission.pool_of(app.key),
-            queue=admission.queue_of(app.key),
-            reclaimed=None if reclaim is None else reclaim.message,
+            pool=standing.pool,
+            queue=standing.queue,
+            reclaimed=None if standing.reclaim is None else standing.reclaim.message,
         )
 
     def _observe_native(self, key: p.AppKey, app: Application) -> Plan:
         """A gang kube-scheduler binds by itself: events about it, and nothing written to its pods."""
-        placed = self.admission.queue_of(key) if self.admission is not None else None
+        placed = self.admission.standing(key, pending=False).queue if self.admission is not None else None
         # Before admission's first count of it, the queue it asks for.
         queue = placed or (app.queue if app.originator is not None else None)
         with self._lock:
@@ -261,17 +246,18 @@ class Controller:
             self._record(key, app, plan)
             return plan
         around = self._surroundings(app)
+        with self._lock:
+            refusal = self._refusals.pop(key, None)
+        if refusal is not None:
+            around = replace(around, ticket=None, refusal=refusal)
         plan = Planner(app, self._clock(), self._settings, around).plan()
         refused = self._executor.apply(plan)
         if refused.placeholders is not None:
-            # The API would not create its placeholders: the application gives the reservation back
-            # at once (the store already shows what was written), so its room is free for others.
-            app = self._application(key)
-            again = replace(
-                around, ticket=None, refusal=refused.placeholders, nodes_in_flight=self.store.nodes_in_flight()
-            )
-            plan = Planner(app, self._clock(), self._settings, again).plan()
-            self._executor.apply(plan)
+            # The API would not create its placeholders: the next reconcile, at once, gives the
+            # reservation back, so its room is free for others.
+            with self._lock:
+                self._refusals[key] = refused.placeholders
+            self.queue.add(key)
         if refused.eviction is not None and plan.originator is not None and self.admission is not None:
             # Not the whole gang may go: none of it does, and reclaim looks elsewhere.
             self.admission.reclaim_refused(key)
@@ -308,6 +294,7 @@ class Controller:
             if plan.forget:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
+                self._refusals.pop(key, None)
             else:
                 self._states[key] = plan.state
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
+from yuniplace.admission.tickets import Granted, Refused, Ticket, Undecided, Waiting
 from yuniplace.controller.plan import (
     Event,
     Failure,
@@ -413,6 +413,10 @@ class Planner:
             return False
         if record.retry_after is not None and self.now < record.retry_after:
             plan.requeue_after_s = record.retry_after - self.now
+            return False
+        if isinstance(ticket, Undecided):  # admission's next cycle decides, and wakes it
+            if deadline is not None:
+                plan.requeue_after_s = max(0.0, deadline - self.now)
             return False
         if isinstance(ticket, Refused):
             self._reject(ticket.reason, ticket.message)

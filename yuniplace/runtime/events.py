@@ -13,10 +13,11 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from yuniplace.kube import KubeClient
+from yuniplace.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,9 @@ def _now() -> str:
 
 
 class EventRecorder:
-    def __init__(
-        self, client: KubeClient, *, on_posted: Callable[[str, str], None] | None = None, instance: str | None = None
-    ) -> None:
+    def __init__(self, client: KubeClient, *, metrics: Metrics | None = None, instance: str | None = None) -> None:
         self._client = client
-        self._on_posted = on_posted
+        self._metrics = metrics  # counts the events posted, by type and reason
         self._instance = instance or socket.gethostname()
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._last_stamp = 0
@@ -138,8 +137,8 @@ class EventRecorder:
             namespace = event["metadata"]["namespace"]
             try:
                 self._client.create(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
-                if self._on_posted is not None:
-                    self._on_posted(event["type"], event["reason"])
+                if self._metrics is not None:
+                    self._metrics.events.labels(event["type"], event["reason"]).inc()
             except Exception as error:  # noqa: BLE001 - an event must never take the controller down
                 log.warning("could not post event %s: %s", event["reason"], error)
             finally:

@@ -42,6 +42,7 @@ class PodStore:
         # resolution) by creation. After a restart, ties come in the order of the first list.
         self._first_seen: dict[p.AppKey, int] = {}
         self._seen = 0
+        self._changes: dict[p.AppKey, int] = {}  # each application's changes so far, as a count
 
     def _put(self, uid: str, pod: Pod, key: p.AppKey) -> None:
         old_key = self._keys.get(uid)
@@ -53,6 +54,7 @@ class PodStore:
             self._first_seen[key] = self._seen
             self._seen += 1
         self._by_app[key].add(uid)
+        self._changes[key] = self._changes.get(key, 0) + 1
         if p.is_placeholder(pod):
             self._placeholders.add(uid)
         node = p.nominated_node(pod)
@@ -69,15 +71,23 @@ class PodStore:
         if key is not None:
             members = self._by_app[key]
             members.discard(uid)
+            self._changes[key] = self._changes.get(key, 0) + 1
             if not members:
                 del self._by_app[key]
                 self._first_seen.pop(key, None)
+                self._changes.pop(key, None)
         return key
 
     def first_seen(self, key: p.AppKey) -> int:
         """The application's place among those seen so far (see _first_seen)."""
         with self._lock:
             return self._first_seen.get(key, self._seen)
+
+    def changes(self, key: p.AppKey) -> int:
+        """How often the application's pods have changed: a reader that saw it at one count knows it
+        has news when the count moves."""
+        with self._lock:
+            return self._changes.get(key, 0)
 
     def upsert(self, pod: Pod) -> p.AppKey | None:
         """Record a pod (from a watch event or a write's answer); return its application, if any."""

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yuniplace.admission.cycle import Admission
-from yuniplace.admission.room import ClusterRoom
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -54,9 +53,6 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
     if source.config().empty:
         return None, source
     pods = _items(client, "/api/v1/pods")
-    room = ClusterRoom()
-    room.nodes_listed(nodes)
-    room.pods_listed(pods)
     store = PodStore()
     store.replace(pods)
     pod_groups = {
@@ -72,7 +68,9 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         api = pod_group_api(store.app_pods(key))
         return None if api is None else pod_groups.get(api, {}).get(key)
 
-    admission = Admission(room, store, Limits(), pod_group_of, lambda _key: None, queues=source)
+    admission = Admission(store, Limits(), pod_group_of, source, lambda _key: None)
+    admission.room.nodes_listed(nodes)
+    admission.room.pods_listed(pods)
     admission.decide_now()
     return admission.report(), source
 

@@ -1,0 +1,197 @@
+"""Admission's decision as a pure function: plain snapshots in (nodes, what each pod takes, the
+applications and queues), tickets and reclaims out. No store, no room, no callbacks: the decision
+reads the snapshot alone, and trying a reclaim leaves the snapshot as it was."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+from yuniplace.admission.decision import AdmissionRules, Memory, Reclaim, decide
+from yuniplace.admission.room import RoomView
+from yuniplace.admission.snapshot import App, Peer, Snapshot
+from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.gang import pods as p
+from yuniplace.gang.fit import Node, Room
+from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import GangSpec, Policy, Style, TaskGroup
+from yuniplace.queues.model import QueueConfig, QueueSpec
+
+NOW = 1_800_000_000.0
+RULES = AdmissionRules()
+NO_QUEUES = QueueConfig()
+
+
+def nodes(count: int, cpu: int = 4) -> list[Node]:
+    return [Node(f"n{i}", {}, (), {"cpu": cpu * 1000, "pods": 110_000}) for i in range(count)]
+
+
+def gang(members: int, group_with: Sequence[str] = ()) -> GangSpec:
+    """A gang of `members` pods of 1 cpu."""
+    return GangSpec(
+        (TaskGroup("workers", members, {"cpu": "1"}),), Policy(60, Style.SOFT), gang_group=tuple(group_with)
+    )
+
+
+def app(
+    name: str,
+    members: int,
+    *,
+    created: float,
+    state: AppState = AppState.PENDING,
+    queue: str = "default",
+    held: int = 0,
+    group_with: Sequence[str] = (),
+) -> App:
+    """An application of `members` pods of 1 cpu; `held` of them take room on nodes."""
+    return App(
+        p.AppKey("team", name),
+        gang(members, group_with),
+        state,
+        (created, 0, name),
+        queue,
+        holding={"workers": held},
+        needing={},
+        placeholders=0,
+        backing_off=False,
+        queued_since=None,
+        held={"cpu": 1000 * held, "pods": 1000 * held} if held else {},
+        running=state == AppState.RUNNING,
+    )
+
+
+def snapshot(
+    cluster: Sequence[Node],
+    apps: Sequence[App],
+    *,
+    takes: Mapping[str, tuple[str, int]] = {},  # pod uid -> (node, cpu in cores)
+    pods: Mapping[str, Sequence[str]] = {},  # application name -> its pods' uids
+    config: QueueConfig = NO_QUEUES,
+    peers: Mapping[p.AppKey, Peer] = {},
+) -> Snapshot:
+    used: dict[str, dict[str, int]] = {}
+    for node, cores in takes.values():
+        on = used.setdefault(node, {"cpu": 0, "pods": 0})
+        on["cpu"] += cores * 1000
+        on["pods"] += 1000
+    free = {n.name: n.free(used.get(n.name, {})) for n in cluster}
+    view = RoomView(cluster, free, {uid: (node, {"cpu": cores * 1000}) for uid, (node, cores) in takes.items()})
+    return Snapshot(
+        now=NOW,
+        config=config,
+        apps={a.key: a for a in apps},
+        refused={},
+        room=view,
+        empty=Room(cluster, {}),
+        pods={p.AppKey("team", name): uids for name, uids in pods.items()},
+        peers=peers,
+    )
+
+
+def key(name: str) -> p.AppKey:
+    return p.AppKey("team", name)
+
+
+def test_gangs_that_fit_are_granted_and_the_first_that_does_not_is_the_head() -> None:
+    seen = snapshot(nodes(2), [app("a", 4, created=1), app("b", 5, created=2), app("c", 2, created=3)])
+    decided = decide(seen, RULES)
+    assert decided.tickets[key("a")] == Granted()
+    head = decided.tickets[key("b")]
+    assert isinstance(head, Waiting) and "first in queue default" in head.message and head.times_out
+    behind = decided.tickets[key("c")]  # 2 would fit in the 4 left, but the head claims them
+    assert isinstance(behind, Waiting) and "position 2 in queue default, behind team/b" in behind.message
+    assert decided.granted == {key("a")} and decided.waiting_by_queue == {"default": 2}
+
+
+def test_the_same_snapshot_gets_the_same_decision() -> None:
+    seen = snapshot(nodes(2), [app("a", 4, created=1), app("b", 3, created=2), app("c", 2, created=3)])
+    assert decide(seen, RULES) == decide(seen, RULES)
+
+
+def test_room_taken_on_nodes_and_reservations_in_flight_count_as_used() -> None:
+    """3 of 8 cores run ordinary pods; `r` reserves 2 more (none placed yet): 3 are left for `a`."""
+    reserving = app("r", 2, created=1, state=AppState.RESERVING)
+    seen = snapshot(
+        nodes(2), [reserving, app("a", 4, created=2)], takes={"x0": ("n0", 2), "x1": ("n1", 1)}, pods={"r": []}
+    )
+    assert isinstance(decide(seen, RULES).tickets[key("a")], Waiting)
+    fewer = snapshot(nodes(2), [reserving, app("a", 3, created=2)], takes={"x0": ("n0", 2), "x1": ("n1", 1)})
+    assert decide(fewer, RULES).tickets[key("a")] == Granted()
+
+
+def test_granted_last_cycle_its_room_is_still_counted_until_it_reserves() -> None:
+    seen = snapshot(nodes(1), [app("a", 3, created=1), app("b", 2, created=2)])
+    decided = decide(seen, RULES, Memory(granted=frozenset({key("a")}), tickets={key("a"): Granted()}))
+    assert decided.tickets[key("a")] == Granted() and isinstance(decided.tickets[key("b")], Waiting)
+
+
+def test_a_gang_group_waits_for_an_application_that_does_not_exist_yet() -> None:
+    named = ["team/a", "team/later"]
+    seen = snapshot(nodes(2), [app("a", 2, created=1, group_with=named)])
+    waiting = decide(seen, RULES).tickets[key("a")]
+    assert isinstance(waiting, Waiting) and "team/later" in waiting.message
+    existing = snapshot(
+        nodes(2), [app("a", 2, created=1, group_with=named)], peers={key("later"): Peer(True, tuple(named))}
+    )
+    assert decide(existing, RULES).tickets[key("a")] == Granted()
+
+
+# -- reclaim ------------------------------------------------------------------------------------------------
+
+QUEUES = QueueConfig(
+    {
+        q.path: q
+        for q in (
+            QueueSpec("root"),
+            QueueSpec("root.a", guaranteed={"cpu": 4000}),
+            QueueSpec("root.b", guaranteed={"cpu": 4000}),
+        )
+    }
+)
+
+
+def borrowed() -> tuple[list[App], dict[str, tuple[str, int]], dict[str, list[str]]]:
+    """Queue a runs two gangs of 3 on 8 cores (2 beyond its guarantee of 4); b asks for its 4."""
+    apps = [
+        app("a-old", 3, created=1, state=AppState.RUNNING, queue="root.a", held=3),
+        app("a-new", 3, created=2, state=AppState.RUNNING, queue="root.a", held=3),
+        app("b-job", 4, created=3, queue="root.b"),
+    ]
+    takes = {f"a-old-{i}": ("n0", 1) for i in range(3)} | {f"a-new-{i}": ("n1", 1) for i in range(3)}
+    pods = {"a-old": [f"a-old-{i}" for i in range(3)], "a-new": [f"a-new-{i}" for i in range(3)]}
+    return apps, takes, pods
+
+
+def test_reclaim_chooses_the_newest_borrowing_gang_whole_and_leaves_the_snapshot_as_it_was() -> None:
+    apps, takes, pods = borrowed()
+    seen = snapshot(nodes(2), apps, takes=takes, pods=pods, config=QUEUES)
+    free_before = copy.deepcopy(dict(seen.room.free))
+    decided = decide(seen, RULES)
+    assert list(decided.reclaims) == [key("a-new")]
+    assert decided.reclaims[key("a-new")].beneficiary == key("b-job")
+    assert "evicting all its pods, the whole gang" in decided.reclaims[key("a-new")].message
+    waiting = decided.tickets[key("b-job")]
+    assert isinstance(waiting, Waiting) and "taking back room its queue root.b lent to root.a" in waiting.message
+    assert dict(seen.room.free) == free_before  # the removals it tried were undone
+    assert seen.free_room().free_of("n1") == {"cpu": 1000, "pods": 107_000}
+
+
+def test_a_reclaim_under_way_takes_no_second_victim_until_its_gang_has_left() -> None:
+    apps, takes, pods = borrowed()
+    under_way = Memory(reclaiming={key("a-new"): Reclaim(key("b-job"), "taking back")})
+    decided = decide(snapshot(nodes(2), apps, takes=takes, pods=pods, config=QUEUES), RULES, under_way)
+    assert decided.reclaims == {} and list(decided.reclaiming) == [key("a-new")]
+    waiting = decided.tickets[key("b-job")]
+    assert isinstance(waiting, Waiting) and "room being freed for it: 1 gang(s) going" in waiting.message
+    # Once its pods hold no room, the reclaim is over, and the room it freed is the waiting gang's.
+    gone = [a for a in apps if a.key != key("a-new")]
+    left = {uid: take for uid, take in takes.items() if not uid.startswith("a-new")}
+    after = decide(snapshot(nodes(2), gone, takes=left, pods=pods, config=QUEUES), RULES, under_way)
+    assert after.reclaiming == {} and after.tickets[key("b-job")] == Granted()
+
+
+def test_a_gang_a_budget_kept_whole_is_spared_and_the_next_is_chosen() -> None:
+    apps, takes, pods = borrowed()
+    spared = Memory(spared=frozenset({key("a-new")}))
+    decided = decide(snapshot(nodes(2), apps, takes=takes, pods=pods, config=QUEUES), RULES, spared)
+    assert list(decided.reclaims) == [key("a-old")]

@@ -1,0 +1,317 @@
+"""One admission cycle's view of the cluster, read once as the cycle begins: every node's free room and
+what each pod takes there, the applications that wait to reserve or hold room, and the queues they
+are placed in. The decision reads nothing else, so a cycle decides on one consistent picture however
+events arrive meanwhile, and a decision can be tested with plain data.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
+from yuniplace.admission.tickets import Refused
+from yuniplace.gang import pods as p
+from yuniplace.gang import userinfo
+from yuniplace.gang.application import Application
+from yuniplace.gang.dialects.registry import started_by_kube_scheduler
+from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
+from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.gang.userinfo import UserInfo
+from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
+from yuniplace.queues.pools import Pool, confine, pool_of
+from yuniplace.queues.quota import NOBODY
+from yuniplace.runtime.events import Reason
+from yuniplace.runtime.store import PodStore
+
+log = logging.getLogger(__name__)
+
+# States in which an application's gang may still be taking room it was admitted to.
+IN_FLIGHT = frozenset({AppState.RESERVING, AppState.RESERVED, AppState.RUNNING})
+
+
+@dataclass(frozen=True)
+class App:
+    key: p.AppKey
+    spec: GangSpec
+    state: AppState
+    arrival: tuple[float, int, str]  # created (in seconds), first seen by the controller, its key
+    queue: str  # with a queue configuration, the queue it was placed in; else the name it asks for
+    holding: Mapping[str, int]  # room taken on nodes, by group: placed placeholders and members
+    needing: Mapping[str, int]  # live members taking no room yet, by group
+    placeholders: int  # live placeholders
+    backing_off: bool
+    queued_since: float | None  # when it became first in its queue
+    priority: int = 0  # its pods' priority, which orders it within a queue that orders by priority
+    pool: Pool = field(default_factory=Pool)
+    held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
+    running: bool = False  # its originator runs: taking its room back means evicting it
+    reserving_since: float | None = None  # when its reservation began: the newest is taken back first
+    # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
+    # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
+    native: bool = False
+    user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
+
+    def _outstanding(self, group: str, min_member: int) -> int:
+        missing = max(0, min_member - self.holding.get(group, 0))
+        # Once reserved, only members still to be swapped in need room: the rest have had theirs.
+        return (
+            missing
+            if self.state in (AppState.PENDING, AppState.RESERVING)
+            else min(missing, self.needing.get(group, 0))
+        )
+
+    def needs(self, outstanding: bool) -> list[Need]:
+        """The gang's room: all of it, or (outstanding) what no pod of it takes on a node yet; placed
+        as its queue's pool allows."""
+        needs = []
+        for group in self.spec.groups:
+            confined = confine(group, self.pool)
+            needs.append(
+                Need(
+                    count=self._outstanding(group.name, group.min_member) if outstanding else group.min_member,
+                    requests=amounts(confined.min_resource),
+                    constraints=Constraints(confined.node_selector, tuple(confined.tolerations), confined.affinity),
+                    label=group.name,
+                )
+            )
+        return needs
+
+    def amounts(self, outstanding: bool) -> dict[str, int]:
+        """The gang's needs summed over its pods (`pods` counting 1000 a pod): what its queue accounts."""
+        total: dict[str, int] = {}
+        for need in self.needs(outstanding):
+            for name, amount in {**need.requests, PODS: 1000}.items():
+                total[name] = total.get(name, 0) + amount * need.count
+        return total
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """What it counts against its queue: the room its pods take, and what it is yet to take."""
+        total = dict(self.held)
+        for name, amount in self.amounts(outstanding=True).items():
+            total[name] = total.get(name, 0) + amount
+        return total
+
+    @property
+    def placeholder_budget(self) -> int:
+        """Placeholders it holds or is about to create: a namespace's share against its limit."""
+        return self.spec.min_members if self.state in (AppState.PENDING, AppState.RESERVING) else self.placeholders
+
+
+@dataclass(frozen=True)
+class Peer:
+    """An application a gang group names that is no candidate itself (it runs already, say), as far as
+    admission reads it: whether it has pods, and the gang group it names (None when unreadable: it
+    agrees to nothing)."""
+
+    exists: bool
+    gang_group: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one admission cycle decides on."""
+
+    now: float
+    config: QueueConfig
+    apps: Mapping[p.AppKey, App]  # the candidates: waiting to reserve, or holding room
+    refused: Mapping[p.AppKey, Refused]  # applications that cannot be read, or that no queue takes
+    room: RoomView
+    empty: Room  # every node's whole allocatable room, as if nothing ran
+    pods: Mapping[p.AppKey, Sequence[str]] = field(default_factory=dict)  # each application's pods (uids)
+    peers: Mapping[p.AppKey, Peer] = field(default_factory=dict)
+    pool_usage: Mapping[str, Amounts] = field(default_factory=dict)  # ordinary pods' use of each pool, by queue
+    capacity: Amounts = field(default_factory=dict)  # every node's allocatable, summed (for fair queues)
+
+    def free_room(self, without: Iterable[p.AppKey] = ()) -> Room:
+        """Every node's free room, as if the applications `without` and their pods were gone."""
+        return self.room.room(released=[uid for key in without for uid in self.pods.get(key, ())])
+
+    def nodes_of(self, key: p.AppKey) -> set[str]:
+        """The nodes the application's pods take room on."""
+        takes = self.room.takes
+        return {take[0] for uid in self.pods.get(key, ()) if (take := takes.get(uid)) is not None}
+
+    def holds_room(self, key: p.AppKey) -> bool:
+        return any(uid in self.room.takes for uid in self.pods.get(key, ()))
+
+    def peer(self, key: p.AppKey) -> Peer:
+        """An application a gang group names, candidate or not."""
+        app = self.apps.get(key)
+        if app is not None:
+            return Peer(True, app.spec.gang_group)
+        return self.peers.get(key, Peer(False))
+
+
+class Placing(Protocol):
+    """One cycle's placements: the queue each application goes to (or why none takes it), and the
+    configuration they are in (`config`: as it was when the cycle began, with the queues placement
+    created since)."""
+
+    @property
+    def config(self) -> QueueConfig: ...
+
+    def place(self, app: Application) -> str | Refused: ...
+
+    def done(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a snapshot is read from: the pods by application, the room of every node, and each
+    application's PodGroup where its dialect has one."""
+
+    store: PodStore
+    room: ClusterRoom
+    pod_group_of: Callable[[p.AppKey], Mapping[str, object] | None]
+    limits: Limits
+
+    def read(self, placing: Placing, now: float, watched: Iterable[p.AppKey] = ()) -> Snapshot:
+        """The snapshot of this moment: the room first, then the applications, as the room sees their
+        pods. `watched`: applications whose pods admission follows though they may be no candidates
+        (those whose room is being taken back)."""
+        view = self.room.view()
+        config = placing.config
+        apps: dict[p.AppKey, App] = {}
+        refused: dict[p.AppKey, Refused] = {}
+        pods_of: dict[p.AppKey, Sequence[str]] = {}
+        applications = self.store.keys()
+        for key in applications:
+            pods = self.store.app_pods(key)
+            # Most applications of a busy cluster just run: every live pod already has its room. They
+            # need nothing more and, unless queues count what they hold, are passed over before the
+            # costlier work below.
+            if config.empty and not any(
+                p.is_placeholder(pod) or (p.uid(pod) not in view.takes and not p.is_terminal(pod)) for pod in pods
+            ):
+                continue
+            try:
+                app = self._app(key, pods, view, now, placing)
+            except Exception as error:
+                log.exception("admission cannot evaluate %s", key)
+                refused[key] = Refused(
+                    Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
+                )
+                continue
+            if isinstance(app, Refused):
+                refused[key] = app
+            elif app is not None:
+                apps[key] = app
+                pods_of[key] = [p.uid(pod) for pod in pods]
+        for key in watched:
+            if key not in pods_of:
+                pods_of[key] = [p.uid(pod) for pod in self.store.app_pods(key)]
+        config = placing.config  # with the queues placement created
+        return Snapshot(
+            now=now,
+            config=config,
+            apps=apps,
+            refused=refused,
+            room=view,
+            empty=self.room.empty_room(),
+            pods=pods_of,
+            peers=self._peers(apps),
+            pool_usage=self._pool_usage(config, view, pods_of),
+            capacity=self._capacity(config, view),
+        )
+
+    def _app(
+        self, key: p.AppKey, pods: Sequence[p.Pod], view: RoomView, now: float, placing: Placing
+    ) -> App | Refused | None:
+        """The application as admission sees it; None when it is no candidate (nothing to reserve, or
+        nothing left to decide: its annotations cannot be read, which its own reconcile reports);
+        Refused when no queue takes it."""
+        app = Application.of(key, pods, self.pod_group_of(key), self.limits)
+        originator, record, spec = app.originator, app.record, app.spec
+        if originator is None or spec is None or p.is_terminal(originator):
+            return None
+        # kube-scheduler places a native gang as soon as its pods exist: in flight from the start.
+        native = started_by_kube_scheduler([originator])
+        state = AppState.RUNNING if native else record.state
+        if state not in IN_FLIGHT and state != AppState.PENDING:
+            return None
+        queue = placing.place(app)
+        if isinstance(queue, Refused):
+            return queue
+        config = placing.config
+        # A swap deletes a placeholder before it releases the member taking its room. Counted as
+        # the room sees them (not as the store does, which learns of writes sooner), a member
+        # between the two still needs room, so the room its placeholder left never looks free.
+        holding: Counter[str] = Counter()
+        needing: Counter[str] = Counter()
+        holders = []
+        for pod in app.placeholders + app.members:
+            group = p.task_group_name(pod) or ""
+            if p.uid(pod) in view.takes:
+                holding[group] += 1
+                holders.append(p.uid(pod))
+            elif not p.is_placeholder(pod) and not p.is_terminal(pod) and not p.is_deleting(pod):
+                needing[group] += 1
+        backing_off = record.retry_after is not None and now < record.retry_after and record.state == AppState.PENDING
+        return App(
+            key,
+            spec,
+            state,
+            (app.arrival[0], self.store.first_seen(key), app.arrival[1]),
+            queue,
+            holding,
+            needing,
+            placeholders=len(app.live_placeholders()),
+            backing_off=backing_off,
+            queued_since=record.queued_since,
+            priority=app.priority,
+            pool=Pool() if config.empty else pool_of(config, queue),
+            held=view.held(holders) if not config.empty else {},
+            running=bool(p.node_name(originator)),
+            reserving_since=record.reservation_started,
+            native=native,
+            user=userinfo.of_object(originator) or NOBODY,
+        )
+
+    def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:
+        """The applications the candidates' gang groups name that are no candidates themselves."""
+        peers: dict[p.AppKey, Peer] = {}
+        for app in apps.values():
+            for ref in app.spec.gang_group:
+                key = p.AppKey.parse(ref)
+                if key in apps or key in peers:
+                    continue
+                pods = self.store.app_pods(key)
+                spec = Application.of(key, pods, self.pod_group_of(key), self.limits).spec if pods else None
+                peers[key] = Peer(bool(pods), spec.gang_group if spec is not None else None)
+        return peers
+
+    @staticmethod
+    def _pool_usage(
+        config: QueueConfig, view: RoomView, pods_of: Mapping[p.AppKey, Sequence[str]]
+    ) -> dict[str, Amounts]:
+        """What pods of no candidate application (ordinary pods, mostly) take on each pool's nodes, by
+        the queue that owns the pool: they use its room as much as its gangs do."""
+        owners = pool_owners(config)
+        if not owners:
+            return {}
+        gang_pods = {uid for uids in pods_of.values() for uid in uids}
+        return {
+            queue.path: pool_room(view.nodes, view.takes, dict(selector), lambda uid: uid not in gang_pods).taken
+            for selector, queue in owners.items()
+        }
+
+    @staticmethod
+    def _capacity(config: QueueConfig, view: RoomView) -> Amounts:
+        if not any(queue.ordering is Ordering.FAIR for queue in config.queues.values()):
+            return {}
+        return pool_room(view.nodes, {}, {}, lambda _uid: False).allocatable
+
+
+def pool_owners(config: QueueConfig) -> dict[tuple[tuple[str, str], ...], QueueSpec]:
+    """Each pool (a node selector) and the queue that owns it: the first configured with it."""
+    owners: dict[tuple[tuple[str, str], ...], QueueSpec] = {}
+    for queue in config.queues.values():
+        if queue.node_selector:
+            owners.setdefault(tuple(sorted(queue.node_selector.items())), queue)
+    return owners
