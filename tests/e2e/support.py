@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
@@ -38,18 +39,25 @@ def make_pod(
     owner: Mapping[str, Any] | None = None,
     extra_resources: Mapping[str, str] | None = None,
 ) -> Pod:
+    """A pod manifest to create in a namespace: a busybox that ends at once when deleted, limited to what
+    it requests so that it is placed by exactly that."""
     requests = {"cpu": cpu, "memory": memory, **(extra_resources or {})}
-    metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {}), "annotations": dict(annotations or {})}
-    if owner is not None:
-        metadata["ownerReferences"] = [dict(owner)]
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": requests}}],
-    }
-    if gates:
-        spec["schedulingGates"] = [{"name": gate} for gate in gates]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    pod = builders.pod(
+        name,
+        namespace=None,
+        labels=labels or {},
+        annotations=annotations or {},
+        owner=owner,
+        container="main",
+        requests=requests,
+        gates=gates or None,
+        restartPolicy="Never",
+        terminationGracePeriodSeconds=0,
+    )
+    container = pod["spec"]["containers"][0]
+    container["image"] = "busybox"
+    container["resources"]["limits"] = requests
+    return {"apiVersion": "v1", "kind": "Pod", **pod}
 
 
 def condition(pod: Pod, kind: str) -> Mapping[str, Any] | None:
@@ -345,20 +353,13 @@ def gang_pod(
 ) -> Pod:
     """A real pod of application `app` (label spark-app-selector, as Spark sets it), gated as
     yuniplace's webhook would gate it."""
-    annotations: dict[str, str] = {}
-    if group is not None:
-        annotations[keys.TASK_GROUP_NAME] = group
-    if task_groups is not None:
-        annotations[keys.TASK_GROUPS] = json.dumps(task_groups)
-    if policy is not None:
-        annotations[keys.SCHEDULING_POLICY_PARAMETERS] = policy
     pod = make_pod(
         name,
         cpu=cpu,
         memory=memory,
         gates=[keys.GATE] if gated else (),
         labels={"spark-app-selector": app},
-        annotations=annotations,
+        annotations=builders.gang_annotations(group=group, task_groups=task_groups, policy=policy),
     )
     if node_selector:
         pod["spec"]["nodeSelector"] = dict(node_selector)
@@ -374,18 +375,36 @@ def gang_job(
     app: str,
     members: int,
     *,
-    policy: str,
+    policy: str | None = None,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    priority_class: str | None = None,
 ) -> list[str]:
-    """A job of `members` pods of 1 CPU on the test's nodes, each carrying the task groups (as a Job's
-    pod template does) and the extra annotations; returns their names."""
-    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
+    """A job of `members` bare pods of `cpu` and `memory` on the test's nodes, each carrying the task
+    groups (as a Job's pod template does), the extra labels and annotations and the priority class;
+    returns their names. Bare pods: an evicted one is gone, none comes back in its place."""
+    groups = [place.group("workers", members, cpu=cpu, memory=memory)]
     names = [f"{app}-{i}" for i in range(members)]
     for name in names:
-        pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi", policy=policy)
+        pod = gang_pod(name, app, "workers", task_groups=groups, cpu=cpu, memory=memory, policy=policy)
+        pod["metadata"]["labels"].update(labels or {})
         pod["metadata"]["annotations"].update(annotations or {})
+        if priority_class:
+            pod["spec"]["priorityClassName"] = priority_class
         cluster.create_pod(namespace, place.pin(pod))
     return names
+
+
+def put_queues(cluster: Cluster, namespace: str, text: str, name: str = "queues") -> None:
+    """Create or replace the queues ConfigMap, as `kubectl apply` of an edited file does."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"queues.yaml": text}}
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    try:
+        cluster.client.patch(f"{path}/{name}", {"data": body["data"]})
+    except NotFound:
+        cluster.client.create(path, body)
 
 
 def events_for(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, Any]]:
@@ -424,13 +443,13 @@ class Placement:
     nodes: list[str]
 
     def group(self, name: str, min_member: int, cpu: str, memory: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "minMember": min_member,
-            "minResource": {"cpu": cpu, "memory": memory},
-            "nodeSelector": self.node_selector,
-            "tolerations": self.tolerations,
-        }
+        return builders.task_group(
+            name,
+            min_member,
+            {"cpu": cpu, "memory": memory},
+            nodeSelector=self.node_selector,
+            tolerations=self.tolerations,
+        )
 
     def pin(self, pod: Pod) -> Pod:
         pod["spec"]["nodeSelector"] = dict(self.node_selector)

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from tests.e2e.support import Cluster, ControllerProcess, chart_installed, editors
 from tests.e2e.test_chart import container_args, one, refused_render, render
 from yuniplace.gang import keys, userinfo
 from yuniplace.gang.userinfo import ANNOTATION, UserInfo
 from yuniplace.localcluster import wait_until
 
-TASK_GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "100m", "memory": "64Mi"}}])
+TASK_GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "100m", "memory": "64Mi"}))
 ALICE = UserInfo("alice", ("devs", "system:authenticated"))
 BOB = UserInfo("bob", ("system:authenticated",))
 

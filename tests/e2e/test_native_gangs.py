@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import queues_yaml
 from tests.e2e.conftest import kubernetes_version, skip_without_go
 from tests.e2e.support import (
     Cluster,
@@ -27,8 +28,9 @@ from tests.e2e.support import (
     gang_pod,
     is_bound,
     make_pod,
+    put_queues,
 )
-from tests.e2e.test_queues import configured, put_queues, queues_yaml, waiting
+from tests.e2e.test_queues import configured, waiting
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
 from yuniplace.kube import workloadapi

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import queues_yaml
 from tests.e2e.support import (
     Cluster,
     ControllerProcess,
@@ -22,6 +23,7 @@ from tests.e2e.support import (
     finish,
     gang_pod,
     is_running,
+    put_queues,
 )
 from tests.e2e.test_identity import As
 from tests.e2e.test_queues import (
@@ -32,8 +34,6 @@ from tests.e2e.test_queues import (
     configured,
     gang,
     priority_classes,  # noqa: F401  (a fixture)
-    put_queues,
-    queues_yaml,
     running,
     waiting,
 )

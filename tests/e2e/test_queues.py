@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import queues_yaml
 from tests.e2e.support import (
     Cluster,
     ControllerProcess,
@@ -25,10 +25,12 @@ from tests.e2e.support import (
     Placement,
     events_for,
     finish,
+    gang_job,
     gang_pod,
     is_running,
     make_pod,
     placeholders,
+    put_queues,
 )
 from tests.e2e.test_dialects import pod_group_api  # noqa: F401  (a fixture: the PodGroup and Queue CRDs)
 from yuniplace.gang import keys
@@ -51,28 +53,11 @@ Pod = dict[str, Any]
 # -- the queue configuration -------------------------------------------------------------------------
 
 
-def put_queues(cluster: Cluster, namespace: str, text: str, name: str = "queues") -> None:
-    """Create or replace the queues ConfigMap, as `kubectl apply` of an edited file does."""
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"queues.yaml": text}}
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
-    try:
-        cluster.client.patch(f"{path}/{name}", {"data": body["data"]})
-    except NotFound:
-        cluster.client.create(path, body)
-
-
 def configured(cluster: Cluster, namespace: str, reason: str, count: int = 1) -> list[dict[str, Any]]:
     """Wait for the `count`th QueuesApplied or QueuesRefused event on the queues ConfigMap."""
     return wait_until(  # type: ignore[no-any-return]
         lambda: found if len(found := events_for(cluster, namespace, reason)) >= count else None, WAIT_S
     )
-
-
-def queues_yaml(*queues: str, rules: str = "") -> str:
-    """A queues.yaml: root open to anyone, with the queues given (each a YAML list item under root)."""
-    body = "\n".join(textwrap.indent(textwrap.dedent(q).strip(), " " * 10) for q in queues)
-    placement = f"    placementrules:\n{textwrap.indent(textwrap.dedent(rules).strip(), ' ' * 6)}\n" if rules else ""
-    return f"partitions:\n  - name: default\n{placement}    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n{body}\n"
 
 
 def status_queues(cluster: Cluster, configmap: str) -> dict[str, Any]:
@@ -104,32 +89,13 @@ def queue_row(report: Mapping[str, Any], queue: str) -> dict[str, Any]:
 
 
 def gang(
-    cluster: Cluster,
-    namespace: str,
-    place: Placement,
-    app: str,
-    members: int,
-    *,
-    cpu: str = "1",
-    memory: str = "256Mi",
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    priority_class: str | None = None,
+    cluster: Cluster, namespace: str, place: Placement, app: str, members: int, *, memory: str = "256Mi", **more: Any
 ) -> list[str]:
-    """A gang of bare pods on the test's nodes, each carrying the task groups; returns their names."""
-    groups = [place.group("workers", members, cpu=cpu, memory=memory)]
-    names = [f"{app}-{i}" for i in range(members)]
-    for name in names:
-        pod = place.pin(gang_pod(name, app, "workers", task_groups=groups, cpu=cpu, memory=memory))
-        pod["metadata"]["labels"].update(labels or {})
-        pod["metadata"]["annotations"].update(annotations or {})
-        if priority_class:
-            pod["spec"]["priorityClassName"] = priority_class
-        cluster.create_pod(namespace, pod)
-    return names
+    """A gang of bare pods of 256Mi each unless told (the room of this file's nodes is counted in them)."""
+    return gang_job(cluster, namespace, place, app, members, memory=memory, **more)
 
 
-def gang_job(
+def gang_as_job(
     cluster: Cluster,
     namespace: str,
     place: Placement,
@@ -335,9 +301,9 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
                     evicted[pod["metadata"]["uid"]] = c.get("reason", "")
 
         team_a.callbacks.append(note_eviction)
-        gang_job(cluster, a, place, "older", 3)
+        gang_as_job(cluster, a, place, "older", 3)
         older = running(cluster, a, "older", 3)
-        gang_job(cluster, a, place, "newer", 3)
+        gang_as_job(cluster, a, place, "newer", 3)
         newer = running(cluster, a, "newer", 3)
         budget_allows(cluster, a, "newer", 3)  # a budget not yet computed allows no eviction at all
 
@@ -854,7 +820,7 @@ def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_le
         cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
     wait_until(lambda: not app_pods(cluster, namespace, "greedy"), WAIT_S)
 
-    gang_job(cluster, namespace, place, "train", 8, annotations={keys.AI_SCHEDULER_POOL: demo})
+    gang_as_job(cluster, namespace, place, "train", 8, annotations={keys.AI_SCHEDULER_POOL: demo})
     waiting(cluster, namespace, "train", f"taking back room its queue root.{demo} lent to root.default")
     train = running(cluster, namespace, "train", 8)
     assert nodes_of(train) == demo_nodes

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang.dialects import coscheduling, koordinator, podgroup
 from yuniplace.webhook.admission import mutate, validate
 
-GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "1", "memory": "1Gi"}))
 
 
 def review(pod: dict[str, Any], operation: str = "CREATE", kind: str = "Pod") -> dict[str, Any]:
@@ -29,15 +30,9 @@ def review(pod: dict[str, Any], operation: str = "CREATE", kind: str = "Pod") ->
 
 
 def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "p",
-            "namespace": "ns",
-            "annotations": annotations or {},
-            "labels": {"applicationId": "app"} if labels is None else labels,
-        },
-        "spec": {"containers": [{"name": "c"}], **spec},
-    }
+    return builders.pod(
+        labels={"applicationId": "app"} if labels is None else labels, annotations=annotations or {}, **spec
+    )
 
 
 def patch_of(answer: dict[str, Any]) -> list[dict[str, Any]]:

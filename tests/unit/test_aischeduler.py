@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.queues.aischeduler import MAX_POOLS, read_ai_scheduler_pools
@@ -31,10 +32,7 @@ def selecting(**labels: str) -> dict[str, Any]:
 
 
 def node(name: str, cpu: str = "4", memory: str = "16Gi", **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}, "conditions": []},
-    }
+    return builders.node(name, cpu, memory=memory, labels=labels)
 
 
 # ai-scheduler's two examples (README, deployment/example/masters-pool.yaml).

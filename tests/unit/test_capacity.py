@@ -7,29 +7,23 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests import builders
+from tests.builders import node
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.gang.fit import Node, Room
 
 NODES = ("n1", "n2", "n3")
 
 
-def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": []},
-    }
-
-
 def pod(uid: str, node_name: str | None, cpu: str = "1") -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {
-        "metadata": {"name": uid, "namespace": "ns", "uid": uid, "resourceVersion": "1"},
-        "spec": spec,
-        "status": {"phase": "Running" if node_name else "Pending"},
-    }
+    return builders.pod(
+        uid,
+        uid=uid,
+        rv="1",
+        requests={"cpu": cpu},
+        node=node_name or None,
+        phase="Running" if node_name else "Pending",
+    )
 
 
 def free(room: Room) -> dict[str, dict[str, int]]:

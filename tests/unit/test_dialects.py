@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of, read_gang
@@ -21,10 +22,14 @@ from yuniplace.gang.taskgroups import InvalidGang, Limits, Mode, parse_gang
 def pod(
     labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, cpu: str = "2", **spec: Any
 ) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "worker-0", "namespace": "ns", "labels": labels or {}, "annotations": annotations or {}},
-        "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": "3Gi"}}}], **spec},
-    }
+    return builders.pod(
+        "worker-0",
+        labels=labels or {},
+        annotations=annotations or {},
+        container="main",
+        requests={"cpu": cpu, "memory": "3Gi"},
+        **spec,
+    )
 
 
 COSCHEDULING = pod(

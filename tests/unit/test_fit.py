@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests import builders
 from yuniplace.gang.fit import MAX_REMEMBERED, Constraints, Need, Node, Room, milli
 
 TAINT = {"key": "pool", "value": "gpu", "effect": "NoSchedule"}
@@ -23,11 +24,9 @@ def node(
     unschedulable: bool = False,
 ) -> Node:
     return Node.of(
-        {
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"taints": taints or [], "unschedulable": unschedulable},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
-        }
+        builders.node(
+            name, cpu, memory=memory, pods=pods, labels=labels, taints=taints or [], unschedulable=unschedulable
+        )
     )
 
 

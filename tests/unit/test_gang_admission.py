@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests import builders
 from yuniplace.admission.cycle import Admission, Queues
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
@@ -21,11 +22,7 @@ NO_QUEUES = QueueSource()  # no queue configuration: FIFO queues by name
 
 
 def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {},
-        "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}},
-    }
+    return builders.node(name, cpu, memory="64Gi", labels=labels)
 
 
 def gang(
@@ -40,39 +37,33 @@ def gang(
     group_with: list[str] | None = None,
 ) -> dict[str, Any]:
     """The originator of a gang of `members` pods of `cpu` each."""
-    groups = [
-        {"name": "workers", "minMember": members, "minResource": {"cpu": cpu}, "nodeSelector": node_selector or {}}
-    ]
-    notes = {keys.TASK_GROUPS: json.dumps(groups), keys.TASK_GROUP_NAME: "workers"}
+    notes: dict[str, str] = {}
     if state:
         notes[keys.STATE] = state
     if group_with:
         notes[keys.GANG_GROUP] = json.dumps(group_with)
-    labels = {keys.APP_ID: app, **({"queue": queue} if queue else {})}
-    return {
-        "metadata": {
-            "name": f"{app}-0",
-            "namespace": NS,
-            "uid": f"uid-{app}",
-            "resourceVersion": "1",
-            "labels": labels,
-            "annotations": notes,
-            "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z",
-        },
-        "spec": {
-            "schedulingGates": [{"name": keys.GATE}],
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        },
-        "status": {"phase": "Pending"},
-    }
+    return builders.member(
+        f"{app}-0",
+        app=app,
+        group="workers",
+        task_groups=[builders.task_group("workers", members, {"cpu": cpu}, nodeSelector=node_selector or {})],
+        labels={"queue": queue} if queue else {},
+        annotations=notes,
+        namespace=NS,
+        uid=f"uid-{app}",
+        rv="1",
+        created=f"2026-01-01T00:00:{created:02d}Z",
+        requests={"cpu": cpu},
+        gates=[keys.GATE],
+        phase="Pending",
+    )
 
 
 def bound(name: str, node_name: str, cpu: str = "1") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "other", "uid": f"uid-{name}", "resourceVersion": "1"},
-        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": "Running"},
-    }
+    """A pod of no gang, of another namespace, running on `node_name`."""
+    return builders.pod(
+        name, namespace="other", uid=f"uid-{name}", rv="1", requests={"cpu": cpu}, node=node_name, phase="Running"
+    )
 
 
 class World:
@@ -229,12 +220,18 @@ def test_freed_room_wakes_the_waiting_application() -> None:
 
 
 def member(app: str, index: int, *, gated: bool) -> dict[str, Any]:
-    pod = gang(app, 1, created=1)
-    pod["metadata"].update(
-        name=f"{app}-{index}", uid=f"uid-{app}-{index}", annotations={keys.TASK_GROUP_NAME: "workers"}
+    return builders.member(
+        f"{app}-{index}",
+        app=app,
+        group="workers",
+        namespace=NS,
+        uid=f"uid-{app}-{index}",
+        rv="1",
+        created="2026-01-01T00:00:01Z",
+        requests={"cpu": "1"},
+        gates=[keys.GATE] if gated else [],
+        phase="Pending",
     )
-    pod["spec"]["schedulingGates"] = [{"name": keys.GATE}] if gated else []
-    return pod
 
 
 def test_members_released_by_a_swap_keep_their_room_until_bound() -> None:

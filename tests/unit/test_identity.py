@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from yuniplace.cli import build_parser
 from yuniplace.gang import keys, userinfo
 from yuniplace.gang.dialects import coscheduling, podgroup
@@ -18,7 +19,7 @@ from yuniplace.webhook import identity
 from yuniplace.webhook.admission import mutate, validate
 from yuniplace.webhook.identity import Trust
 
-GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "1", "memory": "1Gi"}))
 GANG = {keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"}
 ALICE = ("alice", ["devs", "system:authenticated"])
 BOB = ("bob", ["system:authenticated"])
@@ -67,11 +68,7 @@ def review(
 
 
 def pod(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "ns", "annotations": {**GANG, **(annotations or {})}},
-        "spec": {"containers": [{"name": "c"}], **spec},
-    }
+    return {"kind": "Pod", **builders.pod(annotations={**GANG, **(annotations or {})}, **spec)}
 
 
 def template(annotations: dict[str, str] | None = None, gang: bool = True, **spec: Any) -> dict[str, Any]:

@@ -3,11 +3,11 @@ read as a gang of their group's minimum, and reported once per change."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 import pytest
 
+from tests import builders
 from yuniplace.controller.observe import observe, observed_state
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
@@ -20,26 +20,22 @@ from yuniplace.kube import KubeClient, NotFound, workloadapi
 from yuniplace.runtime.events import Reason
 from yuniplace.webhook.admission import is_gang_pod, mutate
 
-GROUPS = json.dumps([{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "1", "memory": "1Gi"}))
 
 
 def member(name: str, node: str | None = None, annotations: dict[str, str] | None = None, **spec: Any) -> p.Pod:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ml",
-            "uid": f"uid-{name}",
-            "creationTimestamp": f"2026-11-25T10:00:0{name[-1]}Z",
-            "annotations": annotations or {},
-            "labels": {},
-        },
-        "spec": {
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-            **({"nodeName": node} if node else {}),
-            **spec,
-        },
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return builders.pod(
+        name,
+        namespace="ml",
+        uid=f"uid-{name}",
+        created=f"2026-11-25T10:00:0{name[-1]}Z",
+        labels={},
+        annotations=annotations or {},
+        requests={"cpu": "1", "memory": "1Gi"},
+        node=node or None,
+        phase="Running" if node else "Pending",
+        **spec,
+    )
 
 
 GROUP_REF = {"schedulingGroup": {"podGroupName": "trainer"}}  # 1.36 on

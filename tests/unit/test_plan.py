@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests import builders
 from yuniplace.controller.plan import Plan, Settings
 from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner, Surroundings, plan_application
 from yuniplace.gang import keys
@@ -69,16 +69,7 @@ def make_pod(
     deleting: bool = False,
 ) -> Pod:
     """A pod as the store holds it."""
-    all_labels = dict(labels or {})
-    if app is not None:
-        all_labels[keys.APP_ID] = app
-    notes = dict(annotations or {})
-    if task_groups is not None:
-        notes[keys.TASK_GROUPS] = task_groups if isinstance(task_groups, str) else json.dumps(task_groups)
-    if group is not None:
-        notes[keys.TASK_GROUP_NAME] = group
-    if policy is not None:
-        notes[keys.SCHEDULING_POLICY_PARAMETERS] = policy
+    notes = {**builders.gang_annotations(group=group, task_groups=task_groups, policy=policy), **(annotations or {})}
     if state is not None:
         notes[keys.STATE] = state.value
     if started is not None:
@@ -87,31 +78,29 @@ def make_pod(
         notes[FIRST_ALLOCATED] = p.format_time(first_allocated)
     if swap_placeholder is not None:
         notes[keys.SWAP_PLACEHOLDER] = swap_placeholder
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": NS,
-        "uid": uid or f"uid-{name}",
-        "resourceVersion": rv,
-        "creationTimestamp": p.format_time(created),
-        "labels": all_labels,
-        "annotations": notes,
-    }
+    made = builders.pod(
+        name,
+        namespace=NS,
+        uid=uid or f"uid-{name}",
+        rv=rv,
+        created=p.format_time(created),
+        labels={**(labels or {}), **({keys.APP_ID: app} if app is not None else {})},
+        annotations=notes,
+        container="main",
+        requests=requests if requests is not None else ONE,
+        gates=[keys.GATE] if gated else [],
+        node=node,
+        phase=phase,
+    )
     if deleting:
-        metadata["deletionTimestamp"] = p.format_time(NOW)
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": dict(requests if requests is not None else ONE)}}],
-        "schedulingGates": [{"name": keys.GATE}] if gated else [],
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    status: dict[str, Any] = {"phase": phase}
+        made["metadata"]["deletionTimestamp"] = p.format_time(NOW)
     if scheduled is not None:
-        status["conditions"] = [
+        made["status"]["conditions"] = [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": p.format_time(scheduled)}
         ]
     if nominated is not None:
-        status["nominatedNodeName"] = nominated
-    return {"metadata": metadata, "spec": spec, "status": status}
+        made["status"]["nominatedNodeName"] = nominated
+    return made
 
 
 def driver(**overrides: Any) -> Pod:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects import coscheduling
@@ -22,17 +23,13 @@ def pod(
     status: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "u1"}
-    if labels is not None:
-        metadata["labels"] = labels
-    if annotations is not None:
-        metadata["annotations"] = annotations
+    """A pod with only the fields given: the readers must cope with every one missing."""
     if gates is not None:
         spec["schedulingGates"] = gates
-    result: dict[str, Any] = {"metadata": metadata, "spec": spec}
+    made = builders.pod(uid="u1", labels=labels, annotations=annotations, container=None, **spec)
     if status is not None:
-        result["status"] = status
-    return result
+        made["status"] = status
+    return made
 
 
 # -- application id -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.kube import Forbidden
 from yuniplace.webhook.admission import mutate
@@ -74,10 +75,7 @@ def test_each_scheduler_is_decided_on_its_own() -> None:
 
 
 def pod(scheduler: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "annotations": {keys.TASK_GROUP_NAME: "workers"}},
-        "spec": {"schedulerName": scheduler, "containers": [{"name": "c"}]},
-    }
+    return builders.pod(namespace=None, annotations={keys.TASK_GROUP_NAME: "workers"}, schedulerName=scheduler)
 
 
 def ops(answer: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.runtime.store import PodStore
@@ -24,6 +25,7 @@ def make_pod(
     task_groups: bool = False,
     phase: str = "Pending",
 ) -> dict[str, Any]:
+    """A pod of application `app` (or its placeholder), its managedFields those the store trims."""
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     if placeholder:
@@ -32,28 +34,20 @@ def make_pod(
             annotations[keys.PLACEHOLDER_APP] = app
     elif app is not None:
         labels[keys.APP_ID] = app
-    if group is not None:
-        annotations[keys.TASK_GROUP_NAME] = group
-    if task_groups:
-        annotations[keys.TASK_GROUPS] = "[]"
-    metadata: dict[str, Any] = {
-        "name": f"pod-{uid}",
-        "namespace": namespace,
-        "uid": uid,
-        "labels": labels,
-        "annotations": annotations,
-        "managedFields": [{"manager": "x"}],
-    }
-    if rv is not None:
-        metadata["resourceVersion"] = str(rv)
-    return {
-        "metadata": metadata,
-        "spec": {
-            "schedulingGates": [{"name": keys.GATE}] if gated else [],
-            "containers": [{"name": "c", "image": "x"}],
-        },
-        "status": {"phase": phase},
-    }
+    annotations.update(builders.gang_annotations(group=group, task_groups="[]" if task_groups else None))
+    made = builders.pod(
+        f"pod-{uid}",
+        namespace=namespace,
+        uid=uid,
+        rv=None if rv is None else str(rv),
+        labels=labels,
+        annotations=annotations,
+        gates=[keys.GATE] if gated else [],
+        phase=phase,
+        containers=[{"name": "c", "image": "x"}],
+    )
+    made["metadata"]["managedFields"] = [{"manager": "x"}]
+    return made
 
 
 def version(pod: dict[str, Any]) -> str:

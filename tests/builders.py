@@ -1,0 +1,145 @@
+"""The objects tests feed yuniplace, built in one place: pods as the apiserver shows them, gang members
+with YuniKorn's task-group annotations, nodes, and queues.yaml text.
+
+Each builder writes only what it is given (a pod without labels has no `labels` key at all), so a test
+states exactly the object it means and the readers' handling of missing fields stays under test. A test
+file's own defaults (its namespace, its container's name, its sizes) live in a one-line wrapper there.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from yuniplace.gang import keys
+
+Pod = dict[str, Any]
+
+
+def pod(
+    name: str = "p",
+    *,
+    namespace: str | None = "ns",
+    uid: str | None = None,
+    rv: str | None = None,
+    created: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    owner: Mapping[str, Any] | None = None,
+    container: str | None = "c",
+    requests: Mapping[str, str] | None = None,
+    node: str | None = None,
+    gates: Sequence[str] | None = None,
+    phase: str | None = None,
+    **spec: Any,
+) -> Pod:
+    """A pod with one container named `container` (none when None) requesting `requests`, bound to
+    `node`, held by the scheduling `gates` (an empty sequence: an empty list) and in `phase` (no status
+    when None). `spec` adds or replaces fields of the spec, containers among them."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if uid is not None:
+        metadata["uid"] = uid
+    if rv is not None:
+        metadata["resourceVersion"] = rv
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
+    if owner is not None:
+        metadata["ownerReferences"] = [dict(owner)]
+    body: dict[str, Any] = {}
+    if container is not None:
+        resources = {"resources": {"requests": dict(requests)}} if requests is not None else {}
+        body["containers"] = [{"name": container, **resources}]
+    if node is not None:
+        body["nodeName"] = node
+    if gates is not None:
+        body["schedulingGates"] = [{"name": gate} for gate in gates]
+    body.update(spec)
+    result: Pod = {"metadata": metadata, "spec": body}
+    if phase is not None:
+        result["status"] = {"phase": phase}
+    return result
+
+
+def task_group(name: str, min_member: int, resources: Mapping[str, str], **fields: Any) -> dict[str, Any]:
+    """One YuniKorn task group; `fields` are further keys as the annotation spells them (nodeSelector,
+    tolerations, ...)."""
+    return {"name": name, "minMember": min_member, "minResource": dict(resources), **fields}
+
+
+def task_groups(*groups: Mapping[str, Any]) -> str:
+    """The task-groups annotation's value: the groups as JSON."""
+    return json.dumps(list(groups))
+
+
+def gang_annotations(
+    *, group: str | None = None, task_groups: str | Sequence[Mapping[str, Any]] | None = None, policy: str | None = None
+) -> dict[str, str]:
+    """YuniKorn's gang annotations: the pod's task group, the task groups (JSON, or text as given, which
+    may be invalid on purpose) and the scheduling policy parameters; only those given."""
+    notes: dict[str, str] = {}
+    if task_groups is not None:
+        notes[keys.TASK_GROUPS] = task_groups if isinstance(task_groups, str) else json.dumps(list(task_groups))
+    if group is not None:
+        notes[keys.TASK_GROUP_NAME] = group
+    if policy is not None:
+        notes[keys.SCHEDULING_POLICY_PARAMETERS] = policy
+    return notes
+
+
+def member(
+    name: str,
+    *,
+    app: str,
+    group: str | None,
+    task_groups: str | Sequence[Mapping[str, Any]] | None = None,
+    policy: str | None = None,
+    app_label: str = keys.APP_ID,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> Pod:
+    """A pod of YuniKorn gang `app` (named by `app_label`; Spark sets spark-app-selector) in task group
+    `group`; its originator also carries the `task_groups`. `labels` and `annotations` add to the gang's,
+    `fields` are the pod's (see `pod`)."""
+    notes = {**gang_annotations(group=group, task_groups=task_groups, policy=policy), **(annotations or {})}
+    return pod(name, labels={app_label: app, **(labels or {})}, annotations=notes, **fields)
+
+
+def node(
+    name: str,
+    cpu: str = "4",
+    *,
+    memory: str = "8Gi",
+    pods: str = "110",
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    """A node offering `cpu`, `memory` and `pods` to new pods, with `labels`, `taints` (none when None)
+    and cordoned when `unschedulable`."""
+    spec: dict[str, Any] = {}
+    if taints is not None:
+        spec["taints"] = [dict(taint) for taint in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+    }
+
+
+def queues_yaml(*queues: str, rules: str = "") -> str:
+    """A queues.yaml: root open to anyone, with the queues given (each a YAML list item under root) and
+    the placement `rules` (a YAML list) when given."""
+    body = "\n".join(textwrap.indent(textwrap.dedent(q).strip(), " " * 10) for q in queues)
+    placement = f"    placementrules:\n{textwrap.indent(textwrap.dedent(rules).strip(), ' ' * 6)}\n" if rules else ""
+    return f"partitions:\n  - name: default\n{placement}    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n{body}\n"
