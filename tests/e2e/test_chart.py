@@ -34,6 +34,7 @@ from tests.e2e.support import (
     make_pod,
 )
 from yuniplace.gang import keys
+from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
 from yuniplace.kube import ApiError, NotFound
 from yuniplace.localcluster import wait_until
 
@@ -184,7 +185,7 @@ def container_args(manifests: Sequence[Manifest]) -> list[str]:
     return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
-def pod_group_api_served(cluster: Cluster, api: str = keys.POD_GROUP_API) -> bool:
+def pod_group_api_served(cluster: Cluster, api: str = podgroup.API) -> bool:
     """Whether discovery lists the PodGroup API yet (it lags the CRD's Established condition a little)."""
     try:
         return bool(cluster.client.get(api)["resources"])
@@ -703,14 +704,14 @@ def test_pod_group_crd_is_accepted_and_serves_status(cluster: Cluster, namespace
     cluster.kubectl("apply", "--server-side", "-f", str(CHART / "crds"))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io")
     wait_until(lambda: pod_group_api_served(cluster), 30)
-    served = {r["name"]: r for r in cluster.client.get(keys.POD_GROUP_API)["resources"]}
+    served = {r["name"]: r for r in cluster.client.get(podgroup.API)["resources"]}
     assert set(served) == {"podgroups", "podgroups/status"}, served
     assert served["podgroups"]["kind"] == "PodGroup" and served["podgroups"]["namespaced"] is True
     assert sorted(served["podgroups"]["shortNames"]) == ["pg", "pgs"]
     assert served["podgroups"]["singularName"] == "podgroup"
 
     # The spec as scheduler-plugins' clients write it; a status sent on create is dropped (subresource).
-    path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
+    path = f"{podgroup.API}/namespaces/{namespace}/podgroups"
     spec = {
         "minMember": 3,
         "minResources": {"cpu": "1500m", "memory": "3Gi", "nvidia.com/gpu": 2},
@@ -1041,7 +1042,7 @@ def test_controller_needs_no_more_than_the_chart_grants(
             )
             cluster.create_pod(namespace, place.pin(pod))
         # A PodGroup gang: the PodGroups are read (list, watch) and their status is written back.
-        pod_groups = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups"
+        pod_groups = f"{podgroup.API}/namespaces/{namespace}/podgroups"
         cluster.client.create(pod_groups, pod_group("pg-app", {"minMember": 2}))
         for index in (1, 2):
             pod = make_pod(
@@ -1049,7 +1050,7 @@ def test_controller_needs_no_more_than_the_chart_grants(
                 cpu="500m",
                 memory="256Mi",
                 gates=[keys.GATE],
-                labels={keys.POD_GROUP_LABEL: "pg-app"},
+                labels={podgroup.LABEL: "pg-app"},
             )
             cluster.create_pod(namespace, place.pin(pod))
         # A Volcano gang: Volcano's PodGroups are read, and their status written back as well.
@@ -1061,7 +1062,7 @@ def test_controller_needs_no_more_than_the_chart_grants(
                 cpu="500m",
                 memory="256Mi",
                 gates=[keys.GATE],
-                annotations={keys.VOLCANO_GROUP_NAME: "vc-app"},
+                annotations={volcano.GROUP_NAME: "vc-app"},
             )
             cluster.create_pod(namespace, place.pin(pod))
         for name in [*members, "pg-app-1", "pg-app-2", "vc-app-1", "vc-app-2"]:
@@ -1132,13 +1133,13 @@ def dialect_pods(suffix: str) -> dict[str, Manifest]:
     """A valid pod of each other gang dialect: the webhooks must see (and gate) every one."""
     return {
         "coscheduling": make_pod(
-            f"coscheduling-{suffix}", labels={keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "2"}
+            f"coscheduling-{suffix}", labels={coscheduling.NAME: "cos", coscheduling.MIN_AVAILABLE: "2"}
         ),
         "koordinator": make_pod(
-            f"koordinator-{suffix}", annotations={keys.KOORDINATOR_NAME: "koord", keys.KOORDINATOR_MIN_AVAILABLE: "2"}
+            f"koordinator-{suffix}", annotations={koordinator.NAME: "koord", koordinator.MIN_AVAILABLE: "2"}
         ),
-        "pod-group": make_pod(f"pod-group-{suffix}", labels={keys.POD_GROUP_LABEL: "pg"}),
-        "volcano": make_pod(f"volcano-{suffix}", annotations={keys.VOLCANO_GROUP_NAME: "vc"}),
+        "pod-group": make_pod(f"pod-group-{suffix}", labels={podgroup.LABEL: "pg"}),
+        "volcano": make_pod(f"volcano-{suffix}", annotations={volcano.GROUP_NAME: "vc"}),
     }
 
 
@@ -1148,17 +1149,17 @@ def near_misses(suffix: str) -> dict[str, Manifest]:
     return {
         "task-group-label": make_pod(f"task-group-label-{suffix}", labels={keys.TASK_GROUP_NAME: "driver"}),
         "coscheduling-annotation": make_pod(
-            f"coscheduling-annotation-{suffix}", annotations={keys.COSCHEDULING_NAME: "cos"}
+            f"coscheduling-annotation-{suffix}", annotations={coscheduling.NAME: "cos"}
         ),
-        "koordinator-label": make_pod(f"koordinator-label-{suffix}", labels={keys.KOORDINATOR_NAME: "koord"}),
-        "pod-group-annotation": make_pod(f"pod-group-annotation-{suffix}", annotations={keys.POD_GROUP_LABEL: "pg"}),
-        "volcano-label": make_pod(f"volcano-label-{suffix}", labels={keys.VOLCANO_GROUP_NAME: "vc"}),
+        "koordinator-label": make_pod(f"koordinator-label-{suffix}", labels={koordinator.NAME: "koord"}),
+        "pod-group-annotation": make_pod(f"pod-group-annotation-{suffix}", annotations={podgroup.LABEL: "pg"}),
+        "volcano-label": make_pod(f"volcano-label-{suffix}", labels={volcano.GROUP_NAME: "vc"}),
     }
 
 
 def volcanos_own(name: str) -> Manifest:
     """A gang pod for Volcano's own scheduler: Volcano's business, which the webhooks leave as it is."""
-    pod = make_pod(name, annotations={keys.VOLCANO_GROUP_NAME: "vc"})
+    pod = make_pod(name, annotations={volcano.GROUP_NAME: "vc"})
     pod["spec"]["schedulerName"] = "volcano"
     return pod
 
@@ -1235,16 +1236,16 @@ def test_webhooks_gate_and_validate_only_gang_pods(
         # A Volcano gang pod for Volcano's own scheduler is sent, and left alone, however it is written.
         cluster.create_pod(other_namespace, volcanos_own("volcano-scheduler"))
         invalid_for_volcano = volcanos_own("volcano-scheduler-odd-task")
-        invalid_for_volcano["metadata"]["annotations"][keys.VOLCANO_TASK] = "PS_0"
+        invalid_for_volcano["metadata"]["annotations"][volcano.TASK] = "PS_0"
         cluster.create_pod(other_namespace, invalid_for_volcano)
         assert gates("volcano-scheduler") == [] and gates("volcano-scheduler-odd-task") == []
 
         invalid = gang_pod("invalid", "app", "driver", gated=False, task_groups=[{"name": "driver", "minMember": 0}])
         assert "invalid gang annotations" in refusal(cluster, other_namespace, invalid)
-        invalid = make_pod("invalid-cos", labels={keys.COSCHEDULING_NAME: "cos", keys.COSCHEDULING_MIN_AVAILABLE: "0"})
-        assert keys.COSCHEDULING_MIN_AVAILABLE in refusal(cluster, other_namespace, invalid)
-        invalid = make_pod("invalid-volcano", annotations={keys.VOLCANO_GROUP_NAME: "vc", keys.VOLCANO_TASK: "PS_0"})
-        assert keys.VOLCANO_TASK in refusal(cluster, other_namespace, invalid)
+        invalid = make_pod("invalid-cos", labels={coscheduling.NAME: "cos", coscheduling.MIN_AVAILABLE: "0"})
+        assert coscheduling.MIN_AVAILABLE in refusal(cluster, other_namespace, invalid)
+        invalid = make_pod("invalid-volcano", annotations={volcano.GROUP_NAME: "vc", volcano.TASK: "PS_0"})
+        assert volcano.TASK in refusal(cluster, other_namespace, invalid)
     finally:
         webhook.stop()
 

@@ -24,7 +24,8 @@ from tests.e2e.support import (
     placeholders,
 )
 from yuniplace.gang import keys
-from yuniplace.gang.dialects import MEMBER_GROUP
+from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
+from yuniplace.gang.podshape import MEMBER_GROUP
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.tools import status
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "dialects"
 CRDS = ROOT / "charts" / "yuniplace" / "crds"
 # Where each kind of PodGroup is served.
-POD_GROUP_APIS = {"scheduling.x-k8s.io/v1alpha1": keys.POD_GROUP_API, "scheduling.volcano.sh/v1beta1": keys.VOLCANO_API}
+POD_GROUP_APIS = {"scheduling.x-k8s.io/v1alpha1": podgroup.API, "scheduling.volcano.sh/v1beta1": keys.VOLCANO_API}
 
 
 def served(cluster: Cluster, api: str) -> bool:
@@ -52,7 +53,7 @@ def pod_group_api(cluster: Cluster) -> Iterator[None]:
         cluster.kubectl("apply", "--server-side", "-f", str(crd))
     for name in ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"):
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    wait_until(lambda: served(cluster, keys.POD_GROUP_API) and served(cluster, keys.VOLCANO_API), 30)
+    wait_until(lambda: served(cluster, podgroup.API) and served(cluster, keys.VOLCANO_API), 30)
     yield
 
 
@@ -76,7 +77,7 @@ def as_submitted(job: dict[str, Any], place: Placement) -> dict[str, Any]:
         ("coscheduling-job.yaml", {}),
         ("koordinator-job.yaml", {}),
         # Koordinator reads an empty gang group as none: still one gang, never pods scheduled one by one.
-        ("koordinator-job.yaml", {keys.KOORDINATOR_GROUPS: ""}),
+        ("koordinator-job.yaml", {koordinator.GROUPS: ""}),
         ("podgroup.yaml", {}),
         ("volcano-job.yaml", {}),
     ],
@@ -125,7 +126,7 @@ def test_dialect_example_runs_through_the_gang_flow(
             (name, MEMBER_GROUP, completions)
         ], rows
         if pod_group is not None and pod_group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1":
-            path = f"{keys.POD_GROUP_API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
+            path = f"{podgroup.API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
             shown = wait_until(
                 lambda: (s := cluster.client.get(path).get("status", {})).get("phase") == "Finished" and s, 30
             )
@@ -149,7 +150,7 @@ def volcano_task_pod(name: str, task: str, cpu: str, memory: str, place: Placeme
         cpu=cpu,
         memory=memory,
         gates=[keys.GATE],
-        annotations={keys.VOLCANO_GROUP_NAME: "tf-volcano", keys.VOLCANO_TASK: task},
+        annotations={volcano.GROUP_NAME: "tf-volcano", volcano.TASK: task},
     )
     return place.pin(pod)
 
@@ -227,14 +228,14 @@ def test_volcano_tasks_of_different_sizes_each_take_their_own_placeholders(
     ("labels", "annotations", "key"),
     [
         (
-            {keys.COSCHEDULING_NAME: "too-big", keys.COSCHEDULING_MIN_AVAILABLE: "5000"},
+            {coscheduling.NAME: "too-big", coscheduling.MIN_AVAILABLE: "5000"},
             {},
-            "label " + keys.COSCHEDULING_MIN_AVAILABLE,
+            "label " + coscheduling.MIN_AVAILABLE,
         ),
         (
             {},
-            {keys.KOORDINATOR_NAME: "too-big", keys.KOORDINATOR_MIN_AVAILABLE: "5000"},
-            keys.KOORDINATOR_MIN_AVAILABLE,
+            {koordinator.NAME: "too-big", koordinator.MIN_AVAILABLE: "5000"},
+            koordinator.MIN_AVAILABLE,
         ),
     ],
     ids=["coscheduling", "koordinator"],
@@ -270,7 +271,7 @@ def test_a_coscheduling_gang_short_of_its_minimum_starts_no_pod_until_the_last_i
     process.start()
     try:
         place = pool(3, cpu="4", memory="16Gi")
-        labels = {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"}
+        labels = {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "3"}
 
         def member(index: int) -> None:
             cluster.create_pod(

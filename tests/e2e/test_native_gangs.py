@@ -32,7 +32,8 @@ from tests.e2e.support import (
 )
 from tests.e2e.test_queues import configured, waiting
 from yuniplace.controller.podgroups import served_native_version
-from yuniplace.gang import keys, native
+from yuniplace.gang import keys
+from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, wait_until
 from yuniplace.localcluster.components import Features
 
@@ -81,7 +82,7 @@ def native_controller(native_cluster: Cluster, native_namespace: str, tmp_path: 
         yield controller
 
 
-def served(cluster: Cluster) -> native.ServedVersion:
+def served(cluster: Cluster) -> workloadapi.ServedVersion:
     version = served_native_version(cluster.client)
     assert version is not None, "the cluster serves no version of the Workload API yuniplace reads"
     return version
@@ -91,11 +92,11 @@ def native_group(cluster: Cluster, namespace: str, name: str, min_count: int) ->
     """Create a native pod group of `min_count` as the cluster's version of the API has it (1.35: a
     Workload; 1.36: a Workload and a PodGroup; 1.37: a PodGroup); return what makes a pod its member."""
     version = served(cluster)
-    for resource, body in native.manifests(version, name, min_count):
+    for resource, body in workloadapi.manifests(version, name, min_count):
         cluster.client.create(f"{version.api}/namespaces/{namespace}/{resource}", body)
 
     def member(pod: Pod) -> Pod:
-        pod["spec"].update(native.member_spec(version, name))
+        pod["spec"].update(workloadapi.member_spec(version, name))
         return pod
 
     return member
@@ -165,7 +166,7 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
             cluster.create_pod(namespace, pod)
         note = waiting(cluster, namespace, "late", "root.shared")
         rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
-        native_row = rows[native.app_id(served(cluster), "trainer")]
+        native_row = rows[workloadapi.app_id(served(cluster), "trainer")]
         assert native_row["state"] == "Running", native_row
         assert native_row["groups"] == [{"name": "members", "reserved": 4, "required": 4}], native_row
         native_events = [e["message"] for e in events_for(cluster, namespace, "NativeGang")]
@@ -177,7 +178,7 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
 
         gated = {name: sorted(recorder.gates_seen[name]) for name in trainers if recorder.gates_seen[name]}
         spark_gates = {name: sorted(recorder.gates_seen[name]) for name in spark}
-        native_placeholders = recorder.placeholders_of(native.app_id(served(cluster), "trainer"))
+        native_placeholders = recorder.placeholders_of(workloadapi.app_id(served(cluster), "trainer"))
         native_placeholders.update(recorder.placeholders_of("trainer"))
         spark_placeholders = recorder.placeholders_of("spark")
     assert not gated, f"native pods were gated: {gated}"
@@ -201,7 +202,7 @@ def test_a_pod_naming_a_missing_native_group_is_told_and_never_held(
     cluster, namespace = native_cluster, native_namespace
     version = kubernetes_version()
     pod = make_pod("orphan", cpu="1", memory="1Gi")
-    pod["spec"].update(native.member_spec(served(cluster), "nowhere"))
+    pod["spec"].update(workloadapi.member_spec(served(cluster), "nowhere"))
     cluster.create_pod(namespace, pod)
 
     def told() -> str | None:

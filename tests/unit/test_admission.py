@@ -10,6 +10,7 @@ import pytest
 
 from tests import builders
 from yuniplace.gang import keys
+from yuniplace.gang.dialects import coscheduling, koordinator, podgroup
 from yuniplace.webhook.admission import mutate, validate
 
 GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "1", "memory": "1Gi"}))
@@ -123,9 +124,9 @@ def test_pods_for_another_scheduler_are_left_to_it() -> None:
 @pytest.mark.parametrize(
     ("annotations", "labels"),
     [
-        ({}, {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"}),
-        ({keys.KOORDINATOR_NAME: "train", keys.KOORDINATOR_MIN_AVAILABLE: "2"}, {}),
-        ({}, {keys.POD_GROUP_LABEL: "etl"}),
+        ({}, {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "3"}),
+        ({koordinator.NAME: "train", koordinator.MIN_AVAILABLE: "2"}, {}),
+        ({}, {podgroup.LABEL: "etl"}),
     ],
 )
 def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labels: dict[str, str]) -> None:
@@ -139,7 +140,7 @@ def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labe
 def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
     subject = pod(
         {},
-        {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "-1"},
+        {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "-1"},
         containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
     )
     answer = validate(review(subject))["response"]

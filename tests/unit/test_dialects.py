@@ -12,9 +12,11 @@ from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of, read_gang
-from yuniplace.gang.dialects import MEMBER_GROUP, Dialect, dialect_of, pod_group_dialect
+from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano, yunikorn
+from yuniplace.gang.dialects.registry import dialect_of, pod_group_dialect
+from yuniplace.gang.dialects.volcano import volcano_queue
+from yuniplace.gang.podshape import MEMBER_GROUP
 from yuniplace.gang.taskgroups import InvalidGang, Limits, Mode, parse_gang
-from yuniplace.gang.volcano import volcano_queue
 
 
 def pod(
@@ -31,27 +33,27 @@ def pod(
 
 
 COSCHEDULING = pod(
-    {keys.COSCHEDULING_NAME: "mpi-job", keys.COSCHEDULING_MIN_AVAILABLE: "4"},
+    {coscheduling.NAME: "mpi-job", coscheduling.MIN_AVAILABLE: "4"},
     nodeSelector={"kind": "hpc"},
     tolerations=[{"key": "hpc", "operator": "Exists"}],
 )
 KOORDINATOR = pod(
     annotations={
-        keys.KOORDINATOR_NAME: "train",
-        keys.KOORDINATOR_MIN_AVAILABLE: "3",
-        keys.KOORDINATOR_WAITING_TIME: "1m30s",
-        keys.KOORDINATOR_MODE: "NonStrict",
-        keys.KOORDINATOR_GROUPS: '["ns/train", "other/eval"]',
+        koordinator.NAME: "train",
+        koordinator.MIN_AVAILABLE: "3",
+        koordinator.WAITING_TIME: "1m30s",
+        koordinator.MODE: "NonStrict",
+        koordinator.GROUPS: '["ns/train", "other/eval"]',
     }
 )
-POD_GROUP_MEMBER = pod({keys.POD_GROUP_LABEL: "pg-1"})
+POD_GROUP_MEMBER = pod({podgroup.LABEL: "pg-1"})
 POD_GROUP = {"metadata": {"name": "pg-1", "namespace": "ns"}, "spec": {"minMember": 5, "scheduleTimeoutSeconds": 120}}
 
 
 def test_each_dialect_is_recognised_and_names_its_application() -> None:
-    assert dialect_of(COSCHEDULING) == Dialect.COSCHEDULING
-    assert dialect_of(KOORDINATOR) == Dialect.KOORDINATOR
-    assert dialect_of(POD_GROUP_MEMBER) == Dialect.POD_GROUP
+    assert dialect_of(COSCHEDULING) is coscheduling.DIALECT
+    assert dialect_of(KOORDINATOR) is koordinator.DIALECT
+    assert dialect_of(POD_GROUP_MEMBER) is podgroup.DIALECT
     assert dialect_of(pod()) is None
     assert [p.app_key(x) for x in (COSCHEDULING, KOORDINATOR, POD_GROUP_MEMBER)] == [
         p.AppKey("ns", "mpi-job"),
@@ -66,8 +68,8 @@ def test_each_dialect_is_recognised_and_names_its_application() -> None:
 
 
 def test_yunikorn_annotations_win_over_another_dialect() -> None:
-    both = pod({keys.COSCHEDULING_NAME: "x"}, {keys.TASK_GROUP_NAME: "g"})
-    assert dialect_of(both) == Dialect.YUNIKORN
+    both = pod({coscheduling.NAME: "x"}, {keys.TASK_GROUP_NAME: "g"})
+    assert dialect_of(both) is yunikorn.DIALECT
     both["metadata"]["annotations"][keys.TASK_GROUPS] = json.dumps(
         [{"name": "g", "minMember": 7, "minResource": {"cpu": "1"}}]
     )
@@ -94,12 +96,12 @@ def test_koordinator_waiting_time_mode_and_groups() -> None:
 
 def test_an_empty_koordinator_gang_group_is_no_gang_group_as_koordinator_reads_it() -> None:
     for empty in ("", "  ", "[]"):
-        spec = read_gang(pod(annotations={keys.KOORDINATOR_NAME: "t", keys.KOORDINATOR_GROUPS: empty}))
+        spec = read_gang(pod(annotations={koordinator.NAME: "t", koordinator.GROUPS: empty}))
         assert spec.gang_group == () and spec.groups[0].min_member == 1, repr(empty)
 
 
 def test_koordinator_defaults_to_strict_like_koordinator() -> None:
-    spec = read_gang(pod(annotations={keys.KOORDINATOR_NAME: "t"}))
+    spec = read_gang(pod(annotations={koordinator.NAME: "t"}))
     assert spec.mode == Mode.STRICT
     assert spec.groups[0].min_member == 1
 
@@ -111,7 +113,7 @@ def test_pod_group_gives_min_member_and_timeout() -> None:
 
 
 def test_the_pods_own_style_is_kept() -> None:
-    hard = pod({keys.COSCHEDULING_NAME: "j"}, {keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Hard"})
+    hard = pod({coscheduling.NAME: "j"}, {keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Hard"})
     assert read_gang(hard).policy.style.value == "Hard"
 
 
@@ -119,23 +121,23 @@ def test_the_pods_own_style_is_kept() -> None:
     ("subject", "pod_group", "message"),
     [
         (
-            pod({keys.COSCHEDULING_NAME: "j", keys.COSCHEDULING_MIN_AVAILABLE: "two"}),
+            pod({coscheduling.NAME: "j", coscheduling.MIN_AVAILABLE: "two"}),
             None,
             'min-available: "two" must be a whole number',
         ),
-        (pod({keys.COSCHEDULING_NAME: "j", keys.COSCHEDULING_MIN_AVAILABLE: "0"}), None, "at least 1"),
+        (pod({coscheduling.NAME: "j", coscheduling.MIN_AVAILABLE: "0"}), None, "at least 1"),
         (
-            pod(annotations={keys.KOORDINATOR_NAME: "t", keys.KOORDINATOR_WAITING_TIME: "soon"}),
+            pod(annotations={koordinator.NAME: "t", koordinator.WAITING_TIME: "soon"}),
             None,
             'waiting-time: "soon" must be a duration',
         ),
         (
-            pod(annotations={keys.KOORDINATOR_NAME: "t", keys.KOORDINATOR_MODE: "Lenient"}),
+            pod(annotations={koordinator.NAME: "t", koordinator.MODE: "Lenient"}),
             None,
             'mode: "Lenient" must be Strict or NonStrict',
         ),
         (
-            pod(annotations={keys.KOORDINATOR_NAME: "t", keys.KOORDINATOR_GROUPS: '["no-slash"]'}),
+            pod(annotations={koordinator.NAME: "t", koordinator.GROUPS: '["no-slash"]'}),
             None,
             'koordinator.sh/groups: "no-slash" is not "namespace/app-id"',
         ),
@@ -143,7 +145,7 @@ def test_the_pods_own_style_is_kept() -> None:
         (POD_GROUP_MEMBER, {"spec": {}}, "PodGroup spec.minMember"),
         (
             {
-                "metadata": {"name": "w", "labels": {keys.COSCHEDULING_NAME: "j"}},
+                "metadata": {"name": "w", "labels": {coscheduling.NAME: "j"}},
                 "spec": {"containers": [{"name": "c"}]},
             },
             None,
@@ -160,14 +162,14 @@ def test_a_minimum_beyond_the_limit_is_reported_with_the_key_the_user_wrote() ->
     assert read_gang(COSCHEDULING).groups[0].min_member == 4
     cases = [
         (
-            pod({keys.COSCHEDULING_NAME: "j", keys.COSCHEDULING_MIN_AVAILABLE: "5000"}),
+            pod({coscheduling.NAME: "j", coscheduling.MIN_AVAILABLE: "5000"}),
             None,
-            f'label {keys.COSCHEDULING_MIN_AVAILABLE}: "5000" must be at most 1000 pods',
+            f'label {coscheduling.MIN_AVAILABLE}: "5000" must be at most 1000 pods',
         ),
         (
-            pod(annotations={keys.KOORDINATOR_NAME: "j", keys.KOORDINATOR_MIN_AVAILABLE: "5000"}),
+            pod(annotations={koordinator.NAME: "j", koordinator.MIN_AVAILABLE: "5000"}),
             None,
-            f'{keys.KOORDINATOR_MIN_AVAILABLE}: "5000" must be at most 1000 pods',
+            f'{koordinator.MIN_AVAILABLE}: "5000" must be at most 1000 pods',
         ),
         (POD_GROUP_MEMBER, {**POD_GROUP, "spec": {"minMember": 5000}}, "PodGroup spec.minMember: 5000 must be at most"),
     ]
@@ -181,10 +183,10 @@ def test_a_minimum_beyond_the_limit_is_reported_with_the_key_the_user_wrote() ->
 
 
 def volcano_pod(name: str, task: str | None = None, cpu: str = "2", **notes: str) -> dict[str, Any]:
-    member = pod(annotations={keys.VOLCANO_GROUP_NAME: "tf-job", **notes}, cpu=cpu)
+    member = pod(annotations={volcano.GROUP_NAME: "tf-job", **notes}, cpu=cpu)
     member["metadata"]["name"] = name
     if task is not None:
-        member["metadata"]["annotations"][keys.VOLCANO_TASK] = task
+        member["metadata"]["annotations"][volcano.TASK] = task
     return member
 
 
@@ -201,14 +203,14 @@ VOLCANO_MEMBER = volcano_pod("tf-job-0")
 
 
 def test_volcano_pods_are_recognised_by_their_group_name_annotation() -> None:
-    assert dialect_of(VOLCANO_MEMBER) == Dialect.VOLCANO
+    assert dialect_of(VOLCANO_MEMBER) is volcano.DIALECT
     assert p.app_key(VOLCANO_MEMBER) == p.AppKey("ns", "tf-job")
     assert p.carries_task_groups(VOLCANO_MEMBER) and p.is_concerned(VOLCANO_MEMBER)
     assert p.task_group_name(VOLCANO_MEMBER) == MEMBER_GROUP
     assert p.task_group_name(volcano_pod("ps-0", "ps")) == "ps"  # a Volcano Job's task
     # The label of the same name is no gang, and other dialects come first.
-    assert dialect_of(pod({keys.VOLCANO_GROUP_NAME: "tf-job"})) is None
-    assert dialect_of(pod({keys.POD_GROUP_LABEL: "pg"}, {keys.VOLCANO_GROUP_NAME: "tf-job"})) == Dialect.POD_GROUP
+    assert dialect_of(pod({volcano.GROUP_NAME: "tf-job"})) is None
+    assert dialect_of(pod({podgroup.LABEL: "pg"}, {volcano.GROUP_NAME: "tf-job"})) is podgroup.DIALECT
 
 
 def test_pods_for_volcanos_own_scheduler_are_left_to_it() -> None:
@@ -287,8 +289,8 @@ def test_volcano_queue_is_the_pod_groups() -> None:
 
 
 def test_an_applications_pod_group_api_is_the_one_its_pods_name() -> None:
-    assert pod_group_dialect([COSCHEDULING, VOLCANO_MEMBER]) == Dialect.VOLCANO
-    assert pod_group_dialect([POD_GROUP_MEMBER]) == Dialect.POD_GROUP
+    assert pod_group_dialect([COSCHEDULING, VOLCANO_MEMBER]) is volcano.DIALECT
+    assert pod_group_dialect([POD_GROUP_MEMBER]) is podgroup.DIALECT
     assert pod_group_dialect([COSCHEDULING, KOORDINATOR]) is None
 
 

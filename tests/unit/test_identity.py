@@ -13,6 +13,7 @@ import pytest
 from tests import builders
 from yuniplace.cli import build_parser
 from yuniplace.gang import keys, userinfo
+from yuniplace.gang.dialects import coscheduling, podgroup
 from yuniplace.gang.userinfo import ANNOTATION, UserInfo
 from yuniplace.webhook import identity
 from yuniplace.webhook.admission import mutate, validate
@@ -136,7 +137,7 @@ def test_a_pod_a_user_creates_is_recorded_as_that_user(annotations: dict[str, st
     if annotations is None:  # a Coscheduling gang: labels, and no annotations at all
         subject["metadata"] = {
             "name": "p",
-            "labels": {keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "2"},
+            "labels": {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "2"},
         }
         subject["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     stored = apply(subject, mutate(review(subject, ALICE)))
@@ -331,7 +332,7 @@ def test_a_gang_workload_records_its_creator_on_its_pod_template(kind: str) -> N
 
 def test_a_template_without_annotations_gets_them() -> None:
     gang = template()
-    gang["metadata"] = {"labels": {keys.POD_GROUP_LABEL: "pg"}}
+    gang["metadata"] = {"labels": {podgroup.LABEL: "pg"}}
     created = workload("Job", gang)
     stored = apply(created, mutate(review(created, ALICE)))
     assert recorded(template_of(stored)) == UserInfo("alice", ("devs", "system:authenticated"))

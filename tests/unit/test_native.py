@@ -10,12 +10,13 @@ import pytest
 from tests import builders
 from yuniplace.controller.observe import observe, observed_state
 from yuniplace.controller.podgroups import served_native_version
-from yuniplace.gang import keys, native
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import Dialect, dialect_of, ignored_dialect
+from yuniplace.gang.dialects import native, yunikorn
+from yuniplace.gang.dialects.registry import dialect_of, ignored_dialect
 from yuniplace.gang.state import AppState
-from yuniplace.kube import KubeClient, NotFound
+from yuniplace.kube import KubeClient, NotFound, workloadapi
 from yuniplace.runtime.events import Reason
 from yuniplace.webhook.admission import is_gang_pod, mutate
 
@@ -70,13 +71,13 @@ WORKLOAD = {
 def test_the_native_group_a_pod_names(spec: dict[str, Any], group: str | None) -> None:
     pod = member("w-0", **spec)
     assert native.group_of(pod) == group
-    assert (dialect_of(pod) == Dialect.NATIVE) == (group is not None)
+    assert (dialect_of(pod) is native.DIALECT) == (group is not None)
 
 
 def test_a_native_member_is_kube_schedulers_gang_whatever_else_it_carries() -> None:
     pod = member("w-0", annotations={keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"}, **GROUP_REF)
-    assert dialect_of(pod) == Dialect.NATIVE
-    assert ignored_dialect(pod) == Dialect.YUNIKORN
+    assert dialect_of(pod) is native.DIALECT
+    assert ignored_dialect(pod) is yunikorn.DIALECT
     assert p.app_key(pod) == p.AppKey("ml", "trainer")
     assert not is_gang_pod(pod)
 
@@ -91,18 +92,18 @@ def test_the_webhook_never_gates_a_native_member_and_says_what_it_ignores() -> N
 
 
 def test_objects_describe_their_groups_with_each_minimum() -> None:
-    groups = {g.name: g for obj in (POD_GROUP, WORKLOAD) for g in native.groups_described(obj)}
+    groups = {g.name: g for obj in (POD_GROUP, WORKLOAD) for g in workloadapi.groups_described(obj)}
     assert {name: g.min_count for name, g in groups.items()} == {
         "trainer": 3,
         "job/workers": 4,
         "job/driver": None,  # the basic policy: no gang
     }
-    replica = native.lookup(groups, "job/workers/r1")
+    replica = workloadapi.lookup(groups, "job/workers/r1")
     assert replica is not None and replica.min_count == 4
 
 
 def app_of(pods: list[p.Pod], group: dict[str, Any] | None) -> Application:
-    found = native.lookup({g.name: g for g in native.groups_described(group)}, "trainer") if group else None
+    found = workloadapi.lookup({g.name: g for g in workloadapi.groups_described(group)}, "trainer") if group else None
     return Application.of(p.AppKey("ml", "trainer"), pods, None if found is None else found.as_object())
 
 

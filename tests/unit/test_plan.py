@@ -14,9 +14,10 @@ from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner,
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import MEMBER_GROUP
+from yuniplace.gang.dialects import coscheduling
 from yuniplace.gang.keys import FIRST_ALLOCATED
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
+from yuniplace.gang.podshape import MEMBER_GROUP
 from yuniplace.gang.state import TERMINAL, TRANSITIONS, AppState, allowed
 from yuniplace.gang.taskgroups import Limits, TaskGroup
 from yuniplace.runtime.events import Reason
@@ -1025,7 +1026,7 @@ def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists()
         pod = make_pod(
             f"mpi-{index}",
             app=None,
-            labels={keys.COSCHEDULING_NAME: "mpi", keys.COSCHEDULING_MIN_AVAILABLE: "3"},
+            labels={coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "3"},
             state=AppState.RESERVING if index == 0 else None,
             started=NOW - 20 if index == 0 else None,
             created=NOW - 60 + index,

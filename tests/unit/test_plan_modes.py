@@ -11,6 +11,7 @@ from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import podgroup
 from yuniplace.gang.state import AppState
 
 KEY = p.AppKey("default", APP)
@@ -139,9 +140,9 @@ def test_gang_group_follows_a_member_that_failed() -> None:
 
 def test_pod_group_status_follows_the_gang() -> None:
     pod_group = {"metadata": {"name": APP, "namespace": "default"}, "spec": {"minMember": 3}, "status": {}}
-    members = [driver(labels={keys.POD_GROUP_LABEL: APP}, annotations={}, task_groups=None, group=None)]
+    members = [driver(labels={podgroup.LABEL: APP}, annotations={}, task_groups=None, group=None)]
     members[0]["metadata"]["labels"].pop(keys.APP_ID)
-    members += [executor(i, labels={keys.POD_GROUP_LABEL: APP}, group=None) for i in range(2)]
+    members += [executor(i, labels={podgroup.LABEL: APP}, group=None) for i in range(2)]
     for m in members[1:]:
         m["metadata"]["labels"].pop(keys.APP_ID)
     plan = plan_application(Application.of(KEY, members, pod_group), NOW)
@@ -167,7 +168,7 @@ def test_pod_group_status_follows_the_gang() -> None:
 
 
 def test_pod_group_members_wait_for_their_pod_group() -> None:
-    member = executor(0, labels={keys.POD_GROUP_LABEL: APP}, group=None)
+    member = executor(0, labels={podgroup.LABEL: APP}, group=None)
     member["metadata"]["labels"].pop(keys.APP_ID)
     plan = plan_application(Application.of(KEY, [member]), NOW)
     assert plan.state == AppState.PENDING and not plan.create and not plan.ungate

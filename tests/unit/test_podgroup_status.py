@@ -10,23 +10,25 @@ import pytest
 
 from tests.unit.test_plan import NOW, make_pod
 from yuniplace.controller.podgroups import PodGroups, PodGroupWatch, status_path
-from yuniplace.controller.podgroupstatus import pod_group_status, volcano_status
+from yuniplace.controller.podgroupstatus import pod_group_status
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import Dialect
+from yuniplace.gang.dialects import podgroup, volcano
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
 
 NS = "default"
 KEY = p.AppKey(NS, "tf-job")
+VOLCANO_GROUPS = volcano.DIALECT.pod_groups
+PLUGIN_GROUPS = podgroup.DIALECT.pod_groups
 
 
 def volcano_member(name: str, *, phase: str = "Pending", node: str | None = None, state: AppState | None = None) -> Any:
     return make_pod(
         name,
         app=None,
-        annotations={keys.VOLCANO_GROUP_NAME: "tf-job"},
+        annotations={volcano.GROUP_NAME: "tf-job"},
         phase=phase,
         node=node,
         gated=node is None and phase == "Pending",
@@ -72,13 +74,13 @@ def gang(*phases_and_nodes: tuple[str, str | None], state: AppState = AppState.R
     ],
 )
 def test_volcano_phase_follows_the_gang(members: list[Any], state: AppState, phase: str) -> None:
-    status = volcano_status(app_of(members, volcano_group()), state, NOW)
+    status = pod_group_status(app_of(members, volcano_group()), state, None, NOW)
     assert status is not None and status["phase"] == phase, status
 
 
 def test_volcano_counts_and_scheduled_condition() -> None:
     members = gang(("Running", "n1"), ("Succeeded", "n2"), ("Failed", "n3"))
-    status = volcano_status(app_of(members, volcano_group(min_member=3)), AppState.RUNNING, NOW)
+    status = pod_group_status(app_of(members, volcano_group(min_member=3)), AppState.RUNNING, None, NOW)
     assert status == {
         "phase": "Running",
         "running": 1,
@@ -98,30 +100,30 @@ def test_volcano_counts_and_scheduled_condition() -> None:
 
 def test_volcano_condition_keeps_its_transition_time_and_other_conditions() -> None:
     members = gang(("Pending", None), ("Pending", None), state=AppState.RESERVING)
-    first = volcano_status(app_of(members, volcano_group()), AppState.RESERVING, NOW)
+    first = pod_group_status(app_of(members, volcano_group()), AppState.RESERVING, None, NOW)
     assert first is not None
     [condition] = first["conditions"]
     assert (condition["status"], condition["reason"]) == ("False", "Reserving")
     # Reserved a minute later: the condition turns True, at that moment; Volcano's own conditions stay.
     shown = {**first, "conditions": [*first["conditions"], {"type": "Unschedulable", "status": "False"}]}
     reserved = gang(("Pending", None), ("Pending", None), state=AppState.RESERVED)
-    later = volcano_status(app_of(reserved, volcano_group(shown)), AppState.RESERVED, NOW + 60)
+    later = pod_group_status(app_of(reserved, volcano_group(shown)), AppState.RESERVED, None, NOW + 60)
     assert later is not None
     assert later["conditions"][0] == {"type": "Unschedulable", "status": "False"}
     assert later["conditions"][1]["status"] == "True"
     assert later["conditions"][1]["lastTransitionTime"] == p.format_time(NOW + 60)
     # Unchanged since: nothing to write, however late.
-    assert volcano_status(app_of(reserved, volcano_group(later)), AppState.RESERVED, NOW + 600) is None
+    assert pod_group_status(app_of(reserved, volcano_group(later)), AppState.RESERVED, None, NOW + 600) is None
     # Running now: only the phase and counts change, the condition keeps its time.
     running = gang(("Running", "n1"), ("Running", "n2"))
-    status = volcano_status(app_of(running, volcano_group(later)), AppState.RUNNING, NOW + 900)
+    status = pod_group_status(app_of(running, volcano_group(later)), AppState.RUNNING, None, NOW + 900)
     assert status is not None and status["phase"] == "Running" and status["running"] == 2
     assert status["conditions"][1]["lastTransitionTime"] == p.format_time(NOW + 60)
 
 
 def test_a_completed_gang_keeps_the_condition_it_has() -> None:
     done = gang(("Succeeded", "n1"), ("Succeeded", "n2"), state=AppState.COMPLETED)
-    assert volcano_status(app_of(done, volcano_group()), AppState.COMPLETED, NOW) == {
+    assert pod_group_status(app_of(done, volcano_group()), AppState.COMPLETED, None, NOW) == {
         "phase": "Completed",
         "running": 0,
         "succeeded": 2,
@@ -133,7 +135,7 @@ def test_each_pod_group_gets_its_own_schedulers_status() -> None:
     members = gang(("Running", "n1"), ("Running", "n2"))
     volcano = pod_group_status(app_of(members, volcano_group()), AppState.RUNNING, None, NOW)
     assert volcano is not None and "scheduled" not in volcano and "conditions" in volcano
-    labelled = [make_pod(f"pg-{i}", app=None, labels={keys.POD_GROUP_LABEL: "tf-job"}, node=f"n{i}") for i in (1, 2)]
+    labelled = [make_pod(f"pg-{i}", app=None, labels={podgroup.LABEL: "tf-job"}, node=f"n{i}") for i in (1, 2)]
     for member in labelled:
         member["status"]["phase"] = "Running"
     plugins = pod_group_status(app_of(labelled, volcano_group()), AppState.RUNNING, None, NOW)
@@ -165,30 +167,28 @@ def watches(served: dict[str, list[str] | None], pods: dict[p.AppKey, list[Any]]
 def test_each_api_is_read_only_when_served() -> None:
     groups = watches({keys.VOLCANO_API: ["podgroups", "podgroups/status", "queues"]}, {})
     assert [w.served() for w in groups.watches.values()] == [False, True]
-    assert groups.watches[Dialect.VOLCANO].status_subresource
+    assert groups.watches[VOLCANO_GROUPS].status_subresource
 
 
 def test_status_is_written_where_the_installed_crd_takes_it() -> None:
-    assert status_path(Dialect.VOLCANO, KEY) == f"{keys.VOLCANO_API}/namespaces/{NS}/podgroups/tf-job/status"
-    assert status_path(Dialect.POD_GROUP, KEY, subresource=False) == (
-        f"{keys.POD_GROUP_API}/namespaces/{NS}/podgroups/tf-job"
-    )
+    assert status_path(VOLCANO_GROUPS, KEY) == f"{keys.VOLCANO_API}/namespaces/{NS}/podgroups/tf-job/status"
+    assert status_path(PLUGIN_GROUPS, KEY, subresource=False) == (f"{podgroup.API}/namespaces/{NS}/podgroups/tf-job")
     # Volcano's own CRD serves no status subresource: the status is part of the object.
-    groups = watches({keys.VOLCANO_API: ["podgroups"], keys.POD_GROUP_API: ["podgroups", "podgroups/status"]}, {})
+    groups = watches({keys.VOLCANO_API: ["podgroups"], podgroup.API: ["podgroups", "podgroups/status"]}, {})
     assert all(w.served() for w in groups.watches.values())
-    assert groups.status_path(Dialect.VOLCANO, KEY) == f"{keys.VOLCANO_API}/namespaces/{NS}/podgroups/tf-job"
-    assert groups.status_path(Dialect.POD_GROUP, KEY).endswith("/podgroups/tf-job/status")
+    assert groups.status_path(VOLCANO_GROUPS, KEY) == f"{keys.VOLCANO_API}/namespaces/{NS}/podgroups/tf-job"
+    assert groups.status_path(PLUGIN_GROUPS, KEY).endswith("/podgroups/tf-job/status")
     # A CRD installed a moment ago, whose resources discovery does not list yet: the chart's, with one.
     fresh = watches({keys.VOLCANO_API: []}, {})
-    assert fresh.watches[Dialect.VOLCANO].served()
-    assert fresh.status_path(Dialect.VOLCANO, KEY).endswith("/podgroups/tf-job/status")
+    assert fresh.watches[VOLCANO_GROUPS].served()
+    assert fresh.status_path(VOLCANO_GROUPS, KEY).endswith("/podgroups/tf-job/status")
 
 
 def test_an_application_gets_the_pod_group_of_the_api_its_pods_name() -> None:
     volcano_key, plugins_key = KEY, p.AppKey(NS, "etl")
     pods = {
         volcano_key: [volcano_member("w-0")],
-        plugins_key: [make_pod("e-0", app=None, labels={keys.POD_GROUP_LABEL: "etl"})],
+        plugins_key: [make_pod("e-0", app=None, labels={podgroup.LABEL: "etl"})],
     }
     groups = watches({}, pods)
     both = [
@@ -197,8 +197,8 @@ def test_an_application_gets_the_pod_group_of_the_api_its_pods_name() -> None:
         for api in ("volcano", "plugins")
     ]
     watch: PodGroupWatch
-    for dialect, watch in groups.watches.items():
-        api = "volcano" if dialect == Dialect.VOLCANO else "plugins"
+    for served, watch in groups.watches.items():
+        api = "volcano" if served is VOLCANO_GROUPS else "plugins"
         watch._listed([g for g in both if g["api"] == api])
     assert (groups.get(volcano_key) or {})["api"] == "volcano"
     assert (groups.get(plugins_key) or {})["api"] == "plugins"

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.dialects import coscheduling
 
 
 def pod(
@@ -380,7 +381,7 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
 def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:
     pod = {
         **FULL_POD,
-        "metadata": {**FULL_POD["metadata"], "labels": {keys.COSCHEDULING_NAME: "mpi"}, "annotations": {}},
+        "metadata": {**FULL_POD["metadata"], "labels": {coscheduling.NAME: "mpi"}, "annotations": {}},
         "spec": {**FULL_POD["spec"], "tolerations": [{"operator": "Exists"}]},
     }
     kept = p.trim(pod)["spec"]

@@ -17,6 +17,7 @@ from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import koordinator
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.record import Record, read_record
 from yuniplace.gang.state import AppState
@@ -307,11 +308,11 @@ OWN_KEYS = [
     keys.TASK_GROUPS,
     keys.TASK_GROUP_NAME,
     keys.SCHEDULING_POLICY_PARAMETERS,
-    keys.KOORDINATOR_GROUPS,
-    keys.KOORDINATOR_NAME,
-    keys.KOORDINATOR_MIN_AVAILABLE,
-    keys.KOORDINATOR_WAITING_TIME,
-    keys.KOORDINATOR_MODE,
+    koordinator.GROUPS,
+    koordinator.NAME,
+    koordinator.MIN_AVAILABLE,
+    koordinator.WAITING_TIME,
+    koordinator.MODE,
     "yunikorn.apache.org/queue",
 ]
 JSONISH = st.recursive(

@@ -15,6 +15,7 @@ from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import volcano
 from yuniplace.gang.state import AppState
 from yuniplace.webhook.admission import mutate, validate
 
@@ -32,7 +33,7 @@ SIZES = {"ps": {"cpu": "1", "memory": "1Gi"}, "worker": {"cpu": "4", "memory": "
 
 
 def member(name: str, task: str, **fields: Any) -> dict[str, Any]:
-    notes = {keys.VOLCANO_GROUP_NAME: "tf-job", keys.VOLCANO_TASK: task, **fields.pop("annotations", {})}
+    notes = {volcano.GROUP_NAME: "tf-job", volcano.TASK: task, **fields.pop("annotations", {})}
     return make_pod(name, app=None, annotations=notes, requests=SIZES[task], **fields)
 
 
@@ -86,7 +87,7 @@ def test_a_volcano_pod_is_gated_and_checked_by_the_webhook() -> None:
     ("annotations", "message"),
     [
         ({keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Firm"}, "must be Soft or Hard"),
-        ({keys.VOLCANO_TASK: "Worker_1"}, 'volcano.sh/task-spec: "Worker_1" is not a task name yuniplace can use'),
+        ({volcano.TASK: "Worker_1"}, 'volcano.sh/task-spec: "Worker_1" is not a task name yuniplace can use'),
         ({keys.GANG_MODE: "Lenient"}, 'yuniplace.io/gang-mode: "Lenient" must be Strict or NonStrict'),
     ],
 )
@@ -97,7 +98,7 @@ def test_what_a_volcano_pod_says_itself_is_checked(annotations: dict[str, str], 
 
 
 def test_pods_for_volcanos_own_scheduler_are_left_to_it() -> None:
-    pod = member("worker-0", "worker", gated=False, annotations={keys.VOLCANO_TASK: "Worker_1"})
+    pod = member("worker-0", "worker", gated=False, annotations={volcano.TASK: "Worker_1"})
     pod["spec"]["schedulerName"] = "volcano"
     assert patch_of(mutate(review(pod))) == []
     assert validate(review(pod))["response"]["allowed"]

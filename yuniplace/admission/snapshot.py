@@ -17,7 +17,7 @@ from yuniplace.admission.tickets import Refused
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import Dialect, dialect_of
+from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
@@ -231,7 +231,7 @@ class Sources:
         if originator is None or spec is None or p.is_terminal(originator):
             return None
         # kube-scheduler places a native gang as soon as its pods exist: in flight from the start.
-        native = dialect_of(originator) == Dialect.NATIVE
+        native = started_by_kube_scheduler([originator])
         state = AppState.RUNNING if native else record.state
         if state not in IN_FLIGHT and state != AppState.PENDING:
             return None

@@ -16,7 +16,7 @@ from typing import Any
 
 from yuniplace.bench import controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
-from yuniplace.gang import native
+from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
     DEFAULT_KUBERNETES,
@@ -153,7 +153,7 @@ def run_all(
                         controller,
                         sizes.gang_sizes,
                         sizes.repeats,
-                        native.version_named(workload_api.apis[0]),
+                        workloadapi.version_named(workload_api.apis[0]),
                     )
                     results.append(
                         {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}

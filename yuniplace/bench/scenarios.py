@@ -20,7 +20,8 @@ from yuniplace.bench.subjects import (
     yunikorn_gang,
 )
 from yuniplace.bench.workload import create_pods
-from yuniplace.gang import keys, native
+from yuniplace.gang import keys
+from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, wait_until
 
 Pods = list[dict[str, Any]]
@@ -59,15 +60,15 @@ def time_to_bound(
         delete_namespace(cluster, namespace)
 
 
-def native_gang(served: native.ServedVersion, name: str, members: int) -> tuple[list[tuple[str, Any]], Pods]:
+def native_gang(served: workloadapi.ServedVersion, name: str, members: int) -> tuple[list[tuple[str, Any]], Pods]:
     """A gang of Kubernetes' own (the Workload API): its pod group's objects and its M plain pods."""
     objects = [
         (f"{served.api}/namespaces/{{namespace}}/{resource}", body)
-        for resource, body in native.manifests(served, name, members)
+        for resource, body in workloadapi.manifests(served, name, members)
     ]
     pods = plain(name, members)
     for pod in pods:
-        pod["spec"].update(native.member_spec(served, name))
+        pod["spec"].update(workloadapi.member_spec(served, name))
     return objects, pods
 
 
@@ -76,7 +77,7 @@ def gang_sizes(
     controller: ControllerUnderTest,
     sizes: Sequence[int],
     repeats: int,
-    served: native.ServedVersion | None = None,
+    served: workloadapi.ServedVersion | None = None,
 ) -> list[dict[str, Any]]:
     """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times; and,
     where the cluster serves the Workload API (`served`), the same M pods as a gang of kube-scheduler's

@@ -20,7 +20,8 @@ from yuniplace.controller.plan import Failure, Plan, Settings, Swap
 from yuniplace.controller.podgroups import status_path
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import Dialect, pod_group_dialect
+from yuniplace.gang.dialects.base import PodGroupApi
+from yuniplace.gang.dialects.registry import pod_group_api
 from yuniplace.kube import (
     JSON_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -175,7 +176,7 @@ class Executor:
         *,
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
-        pod_group_status_path: Callable[[Dialect, p.AppKey], str] = status_path,
+        pod_group_status_path: Callable[[PodGroupApi, p.AppKey], str] = status_path,
     ) -> None:
         self._client = client
         self._contended = contended
@@ -229,9 +230,9 @@ class Executor:
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
         eviction = self._evict_all(plan.evict) if plan.evict else None
-        dialect = pod_group_dialect([plan.originator] if plan.originator is not None else [])
-        if plan.pod_group_status is not None and dialect is not None:
-            self._report_pod_group(dialect, plan.key, plan.pod_group_status)
+        api = pod_group_api([plan.originator] if plan.originator is not None else [])
+        if plan.pod_group_status is not None and api is not None:
+            self._report_pod_group(api, plan.key, plan.pod_group_status)
         return Refusals(refusals[0] if refusals else None, eviction)
 
     def _evict_all(self, pods: list[Pod]) -> str | None:
@@ -262,11 +263,11 @@ class Executor:
         except NotFound:
             self._store.delete(pod)
 
-    def _report_pod_group(self, dialect: Dialect, key: p.AppKey, status: dict[str, Any]) -> None:
+    def _report_pod_group(self, api: PodGroupApi, key: p.AppKey, status: dict[str, Any]) -> None:
         """Keep a PodGroup's status as its users read it (kubectl get podgroups), in its own scheduler's
         terms (scheduler-plugins' or Volcano's)."""
         with contextlib.suppress(NotFound):  # deleted meanwhile
-            self._client.patch(self._pod_group_status_path(dialect, key), {"status": status})
+            self._client.patch(self._pod_group_status_path(api, key), {"status": status})
 
     def _annotate(self, pod: Pod, annotations: dict[str, str | None]) -> None:
         updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})

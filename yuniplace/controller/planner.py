@@ -27,7 +27,7 @@ from yuniplace.controller.podgroupstatus import pod_group_status
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_NAMED_BY, pod_group_dialect
+from yuniplace.gang.dialects.registry import pod_group_api
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.resources import (
     format_quantity,
@@ -37,7 +37,6 @@ from yuniplace.gang.resources import (
 )
 from yuniplace.gang.state import TERMINAL, AppState, allowed
 from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, Style, check_member
-from yuniplace.gang.volcano import missing_tasks
 from yuniplace.queues.pools import confine
 from yuniplace.runtime.events import NORMAL, Reason
 
@@ -162,11 +161,11 @@ class Planner:
         if self.now < expires:
             plan.requeue_after_s = expires - self.now
             return
-        dialect = pod_group_dialect(gated)
-        tasks = missing_tasks(app.pod_group, app.members) if app.pod_group is not None else []
-        if dialect is not None and app.pod_group is None:
-            missing = f"{POD_GROUP_NAMED_BY[dialect]} names no PodGroup {app.key.app_id} of this namespace"
-        elif tasks:  # a Volcano PodGroup's minTaskMember names tasks that have no pod
+        api = pod_group_api(gated)
+        tasks = api.missing_tasks(app.pod_group, app.members) if api is not None and app.pod_group is not None else []
+        if api is not None and app.pod_group is None:
+            missing = f"{api.named_by} names no PodGroup {app.key.app_id} of this namespace"
+        elif tasks:  # e.g. a Volcano PodGroup's minTaskMember names tasks that have no pod
             missing = f"no pod of task(s) {', '.join(tasks)} of PodGroup {app.key.app_id} exists"
         else:
             missing = f"no pod of application {app.key.app_id} defines {keys.TASK_GROUPS}"

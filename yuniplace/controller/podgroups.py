@@ -1,6 +1,7 @@
-"""PodGroups, scheduler-plugins' and Volcano's: each API watched when it is installed (the gangs their
-members name), and where their status is written (podgroupstatus.py says what it is). Kubernetes' own
-pod groups (the Workload API) are watched too, in the newest version the cluster serves, to be seen."""
+"""PodGroups, of every gang dialect that has them (scheduler-plugins', Volcano's): each API watched when
+it is installed (the gangs their members name), and where their status is written (podgroupstatus.py
+says what it is). Kubernetes' own pod groups (the Workload API) are watched too, in the newest version
+the cluster serves, to be seen."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from yuniplace.gang import native
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, is_native_gang, pod_group_dialect
-from yuniplace.kube import KubeClient
+from yuniplace.gang.dialects.base import PodGroupApi
+from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
+from yuniplace.kube import KubeClient, workloadapi
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
 
@@ -25,10 +26,10 @@ def _key(pod_group: PodGroup) -> p.AppKey:
     return p.AppKey(pod_group["metadata"]["namespace"], pod_group["metadata"]["name"])
 
 
-def status_path(dialect: Dialect, key: p.AppKey, subresource: bool = True) -> str:
+def status_path(api: PodGroupApi, key: p.AppKey, subresource: bool = True) -> str:
     """Where the status of the PodGroup of `key` is written: its status subresource, or, where the
     installed CRD has none (Volcano's own CRD), the PodGroup itself."""
-    path = f"{POD_GROUP_APIS[dialect]}/namespaces/{key.namespace}/podgroups/{key.app_id}"
+    path = f"{api.path}/namespaces/{key.namespace}/podgroups/{key.app_id}"
     return f"{path}/status" if subresource else path
 
 
@@ -37,30 +38,30 @@ class PodGroupWatch:
     gang's application id); every change wakes that application."""
 
     def __init__(
-        self, client: KubeClient, dialect: Dialect, namespace: str | None, wake: Callable[[p.AppKey], None]
+        self, client: KubeClient, api: PodGroupApi, namespace: str | None, wake: Callable[[p.AppKey], None]
     ) -> None:
         self._client = client
         self._wake = wake
-        self.dialect = dialect
-        self.api = POD_GROUP_APIS[dialect]
+        self.api = api
         self.status_subresource = True
         self._by_key: dict[p.AppKey, PodGroup] = {}
-        path = f"{self.api}/namespaces/{namespace}/podgroups" if namespace else f"{self.api}/podgroups"
-        self.name = "podgroups" if dialect == Dialect.POD_GROUP else f"{dialect.value.lower()}-podgroups"
+        path = f"{api.path}/namespaces/{namespace}/podgroups" if namespace else f"{api.path}/podgroups"
+        self.name = api.watch_name
         self.watch = ListWatch(client, path, on_list=self._listed, on_event=self._changed, name=self.name)
 
     def served(self) -> bool:
         """Whether the API (the CRD) is installed, and whether it serves a status subresource; without
         the API, that dialect is off."""
-        what = f"{self.dialect.value} gangs" if self.dialect != Dialect.POD_GROUP else "PodGroup gangs"
-        served = served_resources(self._client, self.api, what)
+        served = served_resources(self._client, self.api.path, self.api.gangs)
         if served is None:
             return False
         # Only a listing of podgroups without podgroups/status says there is none: discovery may not list
         # a CRD's resources yet a moment after it was installed.
         self.status_subresource = STATUS in served.names or "podgroups" not in served.names
         if not self.status_subresource:
-            log.info("the %s PodGroup CRD has no status subresource: their status is written on the object", self.api)
+            log.info(
+                "the %s PodGroup CRD has no status subresource: their status is written on the object", self.api.path
+            )
         return True
 
     def get(self, key: p.AppKey) -> PodGroup | None:
@@ -88,27 +89,27 @@ class PodGroupWatch:
         return self.watch.synced
 
 
-def served_native_version(client: KubeClient) -> native.ServedVersion | None:
+def served_native_version(client: KubeClient) -> workloadapi.ServedVersion | None:
     """The newest version of the Workload API the cluster serves that yuniplace reads; None when it
     serves none (its feature gates are off), or only versions yuniplace does not know, which the log
     says: their gangs are then left to kube-scheduler, unseen by admission, queues and status."""
-    group = served_resources(client, "/apis/" + native.GROUP, "native gangs (the Workload API)")
+    group = served_resources(client, "/apis/" + workloadapi.GROUP, "native gangs (the Workload API)")
     versions = group.versions if group is not None else []
     gang_versions = []
     for version in versions:
-        resources = served_resources(client, f"/apis/{native.GROUP}/{version}", "native gangs (the Workload API)")
+        resources = served_resources(client, f"/apis/{workloadapi.GROUP}/{version}", "native gangs (the Workload API)")
         if resources is not None and resources.names & {"podgroups", "workloads"}:
             gang_versions.append(version)
-    for known in native.KNOWN_VERSIONS:
+    for known in workloadapi.KNOWN_VERSIONS:
         if known.version in gang_versions:
             return known
     if gang_versions:
         log.warning(
             "the cluster serves the Workload API as %s/%s, a version yuniplace does not read (it reads %s): "
             "pods of native pod groups are left to kube-scheduler, unseen by admission, queues and status",
-            native.GROUP,
+            workloadapi.GROUP,
             ", ".join(gang_versions),
-            ", ".join(v.version for v in native.KNOWN_VERSIONS),
+            ", ".join(v.version for v in workloadapi.KNOWN_VERSIONS),
         )
     return None
 
@@ -121,21 +122,21 @@ class NativeGroupWatch:
         self._client = client
         self._namespace = namespace
         self._wake = wake
-        self._groups: dict[str, dict[str, native.NativeGroup]] = {}  # namespace -> group name -> group
-        self.version: native.ServedVersion | None = None
+        self._groups: dict[str, dict[str, workloadapi.NativeGroup]] = {}  # namespace -> group name -> group
+        self.version: workloadapi.ServedVersion | None = None
         self.watch: ListWatch | None = None
 
     def get(self, key: p.AppKey) -> PodGroup | None:
-        found = native.lookup(self._groups.get(key.namespace, {}), key.app_id)
+        found = workloadapi.lookup(self._groups.get(key.namespace, {}), key.app_id)
         return None if found is None else found.as_object()
 
-    def _described(self, obj: PodGroup) -> tuple[str, dict[str, native.NativeGroup]]:
+    def _described(self, obj: PodGroup) -> tuple[str, dict[str, workloadapi.NativeGroup]]:
         namespace = str(obj["metadata"]["namespace"])
-        return namespace, {group.name: group for group in native.groups_described(obj)}
+        return namespace, {group.name: group for group in workloadapi.groups_described(obj)}
 
     def _listed(self, objects: list[PodGroup]) -> None:
         before = {p.AppKey(ns, name) for ns, groups in self._groups.items() for name in groups}
-        fresh: dict[str, dict[str, native.NativeGroup]] = {}
+        fresh: dict[str, dict[str, workloadapi.NativeGroup]] = {}
         for obj in objects:
             namespace, groups = self._described(obj)
             fresh.setdefault(namespace, {}).update(groups)
@@ -161,7 +162,7 @@ class NativeGroupWatch:
         served = self.version
         scope = f"/namespaces/{self._namespace}" if self._namespace else ""
         path = f"{served.api}{scope}/{served.resource}"
-        log.info("native gangs: watching %s/%s %s", native.GROUP, served.version, served.resource)
+        log.info("native gangs: watching %s/%s %s", workloadapi.GROUP, served.version, served.resource)
         self.watch = ListWatch(self._client, path, on_list=self._listed, on_event=self._changed, name="native-groups")
         threading.Thread(target=self.watch.run, name="watch-native-groups", daemon=True).start()
         return self.watch.synced
@@ -183,18 +184,18 @@ class PodGroups:
         pods_of: Callable[[p.AppKey], Sequence[p.Pod]],
     ) -> None:
         self._pods_of = pods_of
-        self.watches = {dialect: PodGroupWatch(client, dialect, namespace, wake) for dialect in POD_GROUP_APIS}
+        self.watches = {api: PodGroupWatch(client, api, namespace, wake) for api in pod_group_apis()}
         self.native = NativeGroupWatch(client, namespace, wake)
 
     def get(self, key: p.AppKey) -> PodGroup | None:
         pods = self._pods_of(key)
-        if is_native_gang(pods):
+        if started_by_kube_scheduler(pods):
             return self.native.get(key)
-        dialect = pod_group_dialect(pods)
-        return None if dialect is None else self.watches[dialect].get(key)
+        api = pod_group_api(pods)
+        return None if api is None else self.watches[api].get(key)
 
-    def status_path(self, dialect: Dialect, key: p.AppKey) -> str:
-        return status_path(dialect, key, self.watches[dialect].status_subresource)
+    def status_path(self, api: PodGroupApi, key: p.AppKey) -> str:
+        return status_path(api, key, self.watches[api].status_subresource)
 
     def start(self) -> list[threading.Event]:
         """Watch every API that is served; return the events set once each first list is in."""

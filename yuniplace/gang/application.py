@@ -14,7 +14,7 @@ from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, gang_spec_of, pod_group_dialect
+from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
 from yuniplace.gang.record import Record, read_record, state_of
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import (
@@ -25,7 +25,6 @@ from yuniplace.gang.taskgroups import (
     parse_gang,
     style_of,
 )
-from yuniplace.gang.volcano import missing_tasks, volcano_queue
 
 Pod = p.Pod
 
@@ -40,9 +39,9 @@ def read_gang(
     that dialect names; `members`: the application's pods, whose tasks size a Volcano gang's task
     groups); InvalidGang names every problem in the dialect's own terms."""
     dialect = dialect_of(pod)
-    if dialect in (None, Dialect.YUNIKORN):
+    if dialect is None:
         return parse_gang(p.annotations_of(pod), limits)
-    return gang_spec_of(pod, dialect, pod_group, limits, members)
+    return dialect.spec(pod, pod_group, members, limits)
 
 
 def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> Pod | None:
@@ -53,12 +52,8 @@ def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> 
     chosen = next((pod for pod in candidates if keys.STATE in p.annotations_of(pod)), None)
     chosen = chosen or (candidates[0] if candidates else None)
     dialect = dialect_of(chosen) if chosen is not None else None
-    if dialect in POD_GROUP_APIS and pod_group is None:
-        return None  # the gang is described by a PodGroup not seen (yet)
-    if dialect == Dialect.NATIVE and pod_group is not None and (pod_group.get("spec") or {}).get("minCount") is None:
-        return None  # a native pod group under the basic policy: no gang at all
-    if dialect == Dialect.VOLCANO and pod_group is not None and missing_tasks(pod_group, members):
-        return None  # a task with a minimum has no pod (yet) to size its task group by
+    if dialect is not None and not dialect.readable(pod_group, members):
+        return None  # e.g. a PodGroup not seen (yet), or a Volcano task with no pod (yet) to size its group by
     return chosen
 
 
@@ -67,7 +62,7 @@ class Application:
     key: p.AppKey
     members: tuple[Pod, ...]  # real pods (everything that is not a placeholder), oldest first
     placeholders: tuple[Pod, ...]
-    pod_group: Mapping[str, Any] | None  # the PodGroup its members name (scheduler-plugins' or Volcano's)
+    pod_group: Mapping[str, Any] | None  # the PodGroup its members name (scheduler-plugins', Volcano's, native)
     originator: Pod | None
     record: Record
     spec: GangSpec | None  # None: no originator, or `problem`
@@ -152,6 +147,7 @@ def queue_of(app: Application) -> str | None:
     `default` when it names none), to be matched with Volcano's Queue of that name. None for every
     other gang, which admission queues by `Application.queue` (YuniKorn's queue label or annotation,
     or the ai-scheduler Pool it names, else the namespace)."""
-    if app.pod_group is None or pod_group_dialect(app.members) != Dialect.VOLCANO:
+    if app.pod_group is None:
         return None
-    return volcano_queue(app.pod_group)
+    api = pod_group_api(app.members)
+    return None if api is None else api.queue(app.pod_group)

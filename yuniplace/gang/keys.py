@@ -54,19 +54,7 @@ QUEUE_SOURCES = (
     ("annotation", AI_SCHEDULER_POOL),
 )
 
-# Other gang dialects, each read as one task group built from the pod's own spec.
-COSCHEDULING_NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
-COSCHEDULING_MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"  # label
-KOORDINATOR_PREFIX = "gang.scheduling.koordinator.sh/"
-KOORDINATOR_NAME = KOORDINATOR_PREFIX + "name"  # annotations, all of them
-KOORDINATOR_MIN_AVAILABLE = KOORDINATOR_PREFIX + "min-available"
-KOORDINATOR_WAITING_TIME = KOORDINATOR_PREFIX + "waiting-time"
-KOORDINATOR_MODE = KOORDINATOR_PREFIX + "mode"
-KOORDINATOR_GROUPS = KOORDINATOR_PREFIX + "groups"
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
-POD_GROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
-# Volcano: the annotation naming a pod's PodGroup (scheduling.volcano.sh/v1beta1), and the one its Job
-# controller puts on every pod naming the pod's task (matched with the PodGroup's spec.minTaskMember).
-VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
-VOLCANO_TASK = "volcano.sh/task-spec"
+# Volcano's scheduling API: its PodGroups describe Volcano gangs (gang/dialects/volcano.py) and its
+# Queues are a queue source (queues/volcano.py). The keys of each gang dialect are its own module's,
+# under gang/dialects/.
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from yuniplace.gang import keys
-from yuniplace.gang.dialects import Dialect, dialect_of, gang_name
-from yuniplace.gang.podshape import MEMBER_GROUP
+from yuniplace.gang.dialects.base import GangDialect
+from yuniplace.gang.dialects.registry import dialect_of
 
 Pod = dict[str, Any]
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -61,7 +61,7 @@ def is_placeholder(pod: Mapping[str, Any]) -> bool:
 class Identity(NamedTuple):
     """What a pod is to yuniplace: read once per pod event, since the dialect decides everything else."""
 
-    dialect: Dialect | None
+    dialect: GangDialect | None
     placeholder: bool
     app_id: str | None
     group: str | None  # the task group it belongs to
@@ -73,30 +73,21 @@ def identify(pod: Mapping[str, Any]) -> Identity:
     if is_placeholder(pod):
         return Identity(None, True, notes.get(keys.PLACEHOLDER_APP), notes.get(keys.PLACEHOLDER_GROUP), False)
     dialect = dialect_of(pod)
-    group = _group(notes, dialect)
-    describes_gang = _describes_gang(notes, dialect)
+    group = _group(pod, dialect)
+    describes_gang = dialect is not None and dialect.describes_gang(pod)
     return Identity(dialect, False, _app_id(pod, dialect, describes_gang or group is not None), group, describes_gang)
 
 
-def _group(notes: Mapping[str, str], dialect: Dialect | None) -> str | None:
-    """YuniKorn's task-group name; a Volcano pod's task (the task groups of a PodGroup with
-    minTaskMember are its tasks); else the one group of a gang of pods like these."""
-    if dialect in (None, Dialect.YUNIKORN):
-        return notes.get(keys.TASK_GROUP_NAME) or None
-    if dialect == Dialect.VOLCANO:
-        return notes.get(keys.VOLCANO_TASK) or MEMBER_GROUP
-    return MEMBER_GROUP
+def _group(pod: Mapping[str, Any], dialect: GangDialect | None) -> str | None:
+    """The task group a member belongs to, as its dialect says; none for a pod of no gang."""
+    return None if dialect is None else dialect.task_group(pod)
 
 
-def _describes_gang(notes: Mapping[str, str], dialect: Dialect | None) -> bool:
-    return dialect is not None and (dialect != Dialect.YUNIKORN or keys.TASK_GROUPS in notes)
-
-
-def _app_id(pod: Mapping[str, Any], dialect: Dialect | None, gang_pod: bool) -> str | None:
+def _app_id(pod: Mapping[str, Any], dialect: GangDialect | None, gang_pod: bool) -> str | None:
     """The application id, first found of YuniKorn's sources (another dialect's gang name first).
     A gang pod naming none belongs to its controlling owner (a Job's pods form one application) or,
     standing alone, is an application by itself: it must never wait for an id that will not come."""
-    dialect_gang = gang_name(pod, dialect)
+    dialect_gang = None if dialect is None else dialect.gang_name(pod)
     if dialect_gang:
         return dialect_gang
     sources = {"label": labels_of(pod), "annotation": annotations_of(pod)}
@@ -123,13 +114,16 @@ def task_group_name(pod: Mapping[str, Any]) -> str | None:
     """The task group a pod belongs to, as `identify` says without reading the application id (the
     planner asks it of every pod of a gang on every reconcile)."""
     notes = annotations_of(pod)
-    return notes.get(keys.PLACEHOLDER_GROUP) if is_placeholder(pod) else _group(notes, dialect_of(pod))
+    return notes.get(keys.PLACEHOLDER_GROUP) if is_placeholder(pod) else _group(pod, dialect_of(pod))
 
 
 def carries_task_groups(pod: Mapping[str, Any]) -> bool:
     """Whether the pod describes its gang: YuniKorn's task groups, or any pod of another dialect
     (each of which describes the whole gang)."""
-    return not is_placeholder(pod) and _describes_gang(annotations_of(pod), dialect_of(pod))
+    if is_placeholder(pod):
+        return False
+    dialect = dialect_of(pod)
+    return dialect is not None and dialect.describes_gang(pod)
 
 
 def provided_queue(pod: Mapping[str, Any]) -> str | None:
@@ -260,13 +254,10 @@ _KEPT_SPEC = (
     "schedulerName",
     "affinity",
     "serviceAccountName",
-    # The native pod group a pod belongs to (Workload API: 1.36 on, and 1.35).
-    "schedulingGroup",
-    "workloadRef",
 )
-# Kept only for pods of the dialects whose gang is shaped like the pod itself: every pod carries the
-# default tolerations, and keeping them for all would cost megabytes at tens of thousands of pods.
-_KEPT_SPEC_OF_SHAPED_GANGS = ("nodeSelector", "tolerations")
+# Besides, each pod keeps the fields its gang's dialect reads (GangDialect.spec_fields), and only
+# those: every pod carries the default tolerations, say, and keeping them for all would cost megabytes
+# at tens of thousands of pods.
 
 
 def _resources_only(containers: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -279,8 +270,9 @@ def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     spec = pod.get("spec", {})
     status = pod.get("status", {})
     kept_spec: dict[str, Any] = {k: spec[k] for k in _KEPT_SPEC if k in spec}
-    if (identity or identify(pod)).dialect not in (None, Dialect.YUNIKORN):
-        kept_spec.update({k: spec[k] for k in _KEPT_SPEC_OF_SHAPED_GANGS if k in spec})
+    dialect = (identity or identify(pod)).dialect
+    if dialect is not None:
+        kept_spec.update({k: spec[k] for k in dialect.spec_fields if k in spec})
     kept_spec["containers"] = _resources_only(spec.get("containers"))
     if spec.get("initContainers"):
         kept_spec["initContainers"] = _resources_only(spec.get("initContainers"))

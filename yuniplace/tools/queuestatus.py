@@ -14,7 +14,7 @@ from yuniplace.admission.cycle import Admission
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects import POD_GROUP_APIS, pod_group_dialect
+from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.discovery import served_resources
@@ -56,16 +56,17 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
     store = PodStore()
     store.replace(pods)
     pod_groups = {
-        dialect: {
-            p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g for g in _items(client, f"{api}/podgroups")
+        api: {
+            p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g
+            for g in _items(client, f"{api.path}/podgroups")
         }
-        for dialect, api in POD_GROUP_APIS.items()
-        if served_resources(client, api, "PodGroups") is not None
+        for api in pod_group_apis()
+        if served_resources(client, api.path, "PodGroups") is not None
     }
 
     def pod_group_of(key: p.AppKey) -> Mapping[str, object] | None:
-        dialect = pod_group_dialect(store.app_pods(key))
-        return None if dialect is None else pod_groups.get(dialect, {}).get(key)
+        api = pod_group_api(store.app_pods(key))
+        return None if api is None else pod_groups.get(api, {}).get(key)
 
     admission = Admission(store, Limits(), pod_group_of, source, lambda _key: None)
     admission.room.nodes_listed(nodes)

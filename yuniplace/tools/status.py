@@ -14,12 +14,12 @@ from typing import Any
 from yuniplace.cliargs import configmap_argument
 from yuniplace.controller.observe import bound_members, observed_state
 from yuniplace.controller.podgroups import served_native_version
-from yuniplace.gang import keys, native
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, is_native_gang, pod_group_dialect
+from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
 from yuniplace.gang.state import AppState
-from yuniplace.kube import KubeClient, NotFound
+from yuniplace.kube import KubeClient, NotFound, workloadapi
 from yuniplace.tools import queuestatus
 
 
@@ -64,7 +64,7 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     originator = app.originator
     if originator is None:
         return None
-    if dialect_of(originator) == Dialect.NATIVE:
+    if started_by_kube_scheduler([originator]):
         return describe_native(app, originator)
     record = app.record
     row: dict[str, Any] = {
@@ -143,16 +143,16 @@ def _pod_groups(client: KubeClient, namespace: str | None, api: str) -> dict[p.A
     return {p.AppKey(g["metadata"]["namespace"], g["metadata"]["name"]): g for g in items}
 
 
-def _native_groups(client: KubeClient, namespace: str | None) -> dict[str, dict[str, native.NativeGroup]]:
+def _native_groups(client: KubeClient, namespace: str | None) -> dict[str, dict[str, workloadapi.NativeGroup]]:
     """Kubernetes' own pod groups by namespace and name, in the newest version served that yuniplace
     reads; none when the Workload API is not served."""
     served = served_native_version(client)
     if served is None:
         return {}
     scope = f"/namespaces/{namespace}" if namespace else ""
-    groups: dict[str, dict[str, native.NativeGroup]] = defaultdict(dict)
+    groups: dict[str, dict[str, workloadapi.NativeGroup]] = defaultdict(dict)
     for obj in client.get(f"{served.api}{scope}/{served.resource}")["items"]:
-        groups[obj["metadata"]["namespace"]].update({g.name: g for g in native.groups_described(obj)})
+        groups[obj["metadata"]["namespace"]].update({g.name: g for g in workloadapi.groups_described(obj)})
     return groups
 
 
@@ -170,15 +170,15 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
         elif p.is_unserved(pod):
             unserved.append(describe_unserved(pod))
     now = time.time()
-    pod_groups = {dialect: _pod_groups(client, namespace, api) for dialect, api in POD_GROUP_APIS.items()}
-    native_groups = _native_groups(client, namespace) if any(dialect_of(pod) == Dialect.NATIVE for pod in pods) else {}
+    pod_groups = {api: _pod_groups(client, namespace, api.path) for api in pod_group_apis()}
+    native_groups = _native_groups(client, namespace) if any(started_by_kube_scheduler([pod]) for pod in pods) else {}
 
     def pod_group(key: p.AppKey, pods: list[p.Pod]) -> dict[str, Any] | None:
-        if is_native_gang(pods):
-            found = native.lookup(native_groups.get(key.namespace, {}), key.app_id)
+        if started_by_kube_scheduler(pods):
+            found = workloadapi.lookup(native_groups.get(key.namespace, {}), key.app_id)
             return None if found is None else found.as_object()
-        dialect = pod_group_dialect(pods)
-        return None if dialect is None else pod_groups[dialect].get(key)
+        api = pod_group_api(pods)
+        return None if api is None else pod_groups[api].get(key)
 
     rows = [
         row

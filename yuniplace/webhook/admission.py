@@ -15,10 +15,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from yuniplace.gang import keys, native
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects import POD_GROUP_APIS, Dialect, dialect_of, ignored_dialect, own_problems
+from yuniplace.gang.dialects.registry import dialect_of, ignored_dialect
 from yuniplace.gang.taskgroups import (
     DNS1123_LABEL,
     InvalidGang,
@@ -81,18 +81,20 @@ def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_S
     kube-scheduler gangs it itself."""
     if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
-    return dialect_of(pod) not in (None, Dialect.NATIVE)
+    dialect = dialect_of(pod)
+    return dialect is not None and not dialect.started_by_kube_scheduler
 
 
 def native_warnings(pod: Mapping[str, Any]) -> list[str]:
     """What a pod of a native pod group that also describes a gang in another dialect is told: its
     gang is kube-scheduler's, and the other one is ignored."""
     also = ignored_dialect(pod)
-    if also is None:
+    dialect = dialect_of(pod)
+    if also is None or dialect is None:
         return []
     return [
-        f"yuniplace: this pod belongs to native pod group {native.group_of(pod)} ({native.named_by(pod)}), which "
-        f"kube-scheduler gang-schedules itself; its {also.value} gang annotations or labels are ignored and the pod "
+        f"yuniplace: this pod belongs to native pod group {dialect.gang_name(pod)} ({dialect.named_by(pod)}), which "
+        f"kube-scheduler gang-schedules itself; its {also.title} gang annotations or labels are ignored and the pod "
         "is neither gated nor given placeholders"
     ]
 
@@ -217,10 +219,10 @@ def problems_of(
     if not is_gang_pod(pod, schedulers):
         return None
     dialect = dialect_of(pod)
-    if dialect in POD_GROUP_APIS:
+    if dialect is not None and dialect.pod_groups is not None:
         # Its PodGroup may be created after it, and the controller reports a missing one: only what
         # the pod says itself is checked here.
-        problems = own_problems(pod, dialect, limits)
+        problems = dialect.own_problems(pod, limits)
         return str(InvalidGang(problems)) if problems else None
     # The pod as the application it would be on its own: what the controller will read of it.
     app = Application.of(p.AppKey("", ""), [dict(pod)], limits=limits)

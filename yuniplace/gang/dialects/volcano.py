@@ -18,10 +18,23 @@ must start together (`spec.minMember`) and, task by task, how many of each (`spe
   reserve gets a warning.
 - `priorityClassName` is the placeholders' priority class; `queue` is the Volcano queue the gang waits
   in (`volcano_queue`).
+- Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
+
+Its status is written back in Volcano's terms. Volcano has no phase for yuniplace's reservation or for
+failure, so its phases map as follows, with Volcano's own rule first: once `minMember` members are
+bound, Running, and Completed when every bound member has ended. Before that: Pending while the gang
+waits for admission; Inqueue from admission on (reserving, reserved, swapping in); Unknown when the
+reservation was given up (Resuming: its pods are scheduled one by one, as Volcano's Unknown says, "part
+running, the rest cannot be scheduled") or the gang failed while some of its pods still live; Completed
+once a failed or ended gang has no live pod left (the failed count says how it ended). Counts of
+running, succeeded and failed members, and one condition, `Scheduled`: True once every placeholder was
+placed, False with the reason while it is not (Pending, Reserving, GangSchedulingFailed,
+ApplicationFailed); its lastTransitionTime moves only when its status does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +42,19 @@ from decimal import Decimal
 from typing import Any
 
 from yuniplace.gang import keys
+from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, annotations_of, differs
+from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, member_problems, no_pod_group
 from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
 from yuniplace.gang.resources import format_quantity, quantities, total
-from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, Limits, Problem
+from yuniplace.gang.state import TERMINAL, AppState
+from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, GangSpec, Limits, Problem
 from yuniplace.kube import parse_quantity
+
+# The annotation naming a pod's PodGroup, and the one Volcano's Job controller puts on every pod naming
+# the pod's task (matched with the PodGroup's spec.minTaskMember). Its API also serves Volcano's
+# Queues, which queue sources read: keys.VOLCANO_API.
+GROUP_NAME = "scheduling.k8s.io/group-name"
+TASK = "volcano.sh/task-spec"
 
 DEFAULT_QUEUE = "default"  # Volcano's queue for a PodGroup that names none
 # Kubernetes' count of pods: Volcano may put it in minResources, and no container requests it.
@@ -40,6 +62,21 @@ POD_COUNT = "pods"
 MIN_MEMBER = "PodGroup spec.minMember"
 MIN_TASK_MEMBER = "PodGroup spec.minTaskMember"
 MIN_RESOURCES = "PodGroup spec.minResources"
+COUNTS = ("running", "succeeded", "failed")
+SCHEDULED = "Scheduled"
+# The Scheduled condition for each state: (status, reason, message). A completed gang keeps the one it has.
+SCHEDULED_IN: Mapping[AppState, tuple[str, str, str]] = {
+    AppState.PENDING: ("False", "Pending", "the gang waits until all of it fits (see its GangWaiting events)"),
+    AppState.RESERVING: ("False", "Reserving", "placeholders are reserving room for the whole gang"),
+    AppState.RESERVED: ("True", "GangReserved", "every placeholder is placed; members take their places"),
+    AppState.RUNNING: ("True", "GangReserved", "every placeholder is placed; members take their places"),
+    AppState.RESUMING: (
+        "False",
+        "GangSchedulingFailed",
+        "the gang could not be reserved in time; its pods are scheduled normally",
+    ),
+    AppState.FAILED: ("False", "ApplicationFailed", "the gang failed; see the events of its pods"),
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +90,7 @@ class VolcanoGang:
 
 def task_of(pod: Mapping[str, Any]) -> str | None:
     """The Volcano task a pod belongs to, as Volcano's Job controller marks it."""
-    return (pod.get("metadata", {}).get("annotations") or {}).get(keys.VOLCANO_TASK) or None
+    return annotations_of(pod).get(TASK) or None
 
 
 def volcano_queue(pod_group: Mapping[str, Any]) -> str:
@@ -143,7 +180,7 @@ def read(
     groups: list[dict[str, Any]] = []
     if not minimums:
         name = task_of(pod) or MEMBER_GROUP
-        if check_task_name(name, f"annotation {keys.VOLCANO_TASK}", problems):
+        if check_task_name(name, f"annotation {TASK}", problems):
             groups.append(shaped_group(pod, name, min_member, MIN_MEMBER, problems))
     else:
         listed = sum(minimums.values())
@@ -165,7 +202,7 @@ def read(
             where = f"{MIN_TASK_MEMBER}.{task}"
             shape = pod if task_of(pod) == task else next((m for m in members if task_of(m) == task), None)
             if shape is None:
-                missing = f"names a task no pod belongs to (annotation {keys.VOLCANO_TASK})"
+                missing = f"names a task no pod belongs to (annotation {TASK})"
                 problems.append(Problem(where, count, missing))
             else:
                 groups.append(shaped_group(shape, task, count, where, problems))
@@ -177,3 +214,112 @@ def read(
     if not problems:
         warnings += _beyond_groups(wanted, groups)
     return VolcanoGang(groups, warnings, priority or None)
+
+
+def _phase(progress: GangProgress, min_member: int) -> str:
+    if progress.scheduled and progress.scheduled >= min_member:
+        return "Completed" if progress.bound_have_ended else "Running"
+    if progress.state in TERMINAL:
+        return "Unknown" if progress.some_member_lives else "Completed"
+    if progress.state == AppState.RESUMING:
+        return "Unknown"
+    if progress.state in (AppState.RESERVING, AppState.RESERVED, AppState.RUNNING):
+        return "Inqueue"
+    return "Pending"
+
+
+def _conditions(state: AppState, shown: list[Mapping[str, Any]], now: str) -> list[Mapping[str, Any]]:
+    """The conditions shown, with yuniplace's Scheduled condition for `state` in place of the one
+    there; a completed gang keeps what it has."""
+    wanted = SCHEDULED_IN.get(state)
+    if wanted is None:
+        return shown
+    status, reason, message = wanted
+    before = next((c for c in shown if c.get("type") == SCHEDULED), None)
+    since = before.get("lastTransitionTime") if before is not None and before.get("status") == status else None
+    condition = {
+        "type": SCHEDULED,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since or now,
+    }
+    return [c for c in shown if c.get("type") != SCHEDULED] + [condition]
+
+
+class VolcanoPodGroups:
+    path = keys.VOLCANO_API
+    named_by = f"annotation {GROUP_NAME}"
+    kind = "Volcano PodGroup"
+    gangs = "Volcano gangs"
+    watch_name = "volcano-podgroups"
+
+    def status(self, pod_group: PodGroup, progress: GangProgress) -> dict[str, Any] | None:
+        """Phase, member counts and the Scheduled condition. Volcano's minMember may be fewer than the
+        task groups' total (see above): its own rule counts it."""
+        shown = pod_group.get("status") or {}
+        min_member = (pod_group.get("spec") or {}).get("minMember")
+        if not (isinstance(min_member, int) and not isinstance(min_member, bool) and min_member > 0):
+            min_member = progress.min_members
+        status: dict[str, Any] = {
+            "phase": _phase(progress, min_member),
+            **progress.counts(COUNTS),
+            "conditions": _conditions(progress.state, list(shown.get("conditions") or []), progress.now),
+        }
+        if not status["conditions"]:
+            del status["conditions"]
+        return status if differs(status, shown, COUNTS) else None
+
+    def queue(self, pod_group: PodGroup) -> str | None:
+        return volcano_queue(pod_group)
+
+    def missing_tasks(self, pod_group: PodGroup, members: Sequence[Pod]) -> list[str]:
+        return missing_tasks(pod_group, members)
+
+
+class Volcano(PodsLikeThese):
+    title = "Volcano"
+    pod_groups: VolcanoPodGroups = VolcanoPodGroups()
+
+    def detects(self, pod: Pod) -> bool:
+        return bool(annotations_of(pod).get(GROUP_NAME))
+
+    def gang_name(self, pod: Pod) -> str | None:
+        return annotations_of(pod)[GROUP_NAME]
+
+    def named_by(self, pod: Pod) -> str:
+        return self.pod_groups.named_by
+
+    def task_group(self, pod: Pod) -> str | None:
+        """The pod's task: the task groups of a PodGroup with minTaskMember are its tasks."""
+        return annotations_of(pod).get(TASK) or MEMBER_GROUP
+
+    def readable(self, pod_group: PodGroup | None, members: Sequence[Pod]) -> bool:
+        return pod_group is not None and not missing_tasks(pod_group, members)
+
+    def spec(self, pod: Pod, pod_group: PodGroup | None, members: Sequence[Pod], limits: Limits) -> GangSpec:
+        """One task group per task with a minimum, shaped like the task's pods; members of other tasks
+        follow the gang unreserved."""
+        if pod_group is None:
+            raise no_pod_group(self.named_by(pod), self.gang_name(pod), self.pod_groups.kind)
+        stated = StatedGang()
+        gang = read(pod, pod_group, members, stated.problems, limits)
+        stated.groups = gang.groups
+        spec = gang_spec(pod, stated, self.title, limits)
+        return dataclasses.replace(
+            spec,
+            warnings=spec.warnings + tuple(gang.warnings),
+            priority_class_name=gang.priority_class_name,
+            other_groups_follow=True,
+        )
+
+    def own_problems(self, pod: Pod, limits: Limits) -> list[Problem]:
+        """A member's own annotations, and the task its Job marked it with."""
+        problems = member_problems(pod, limits)
+        task = task_of(pod)
+        if task is not None:
+            check_task_name(task, TASK, problems)
+        return problems
+
+
+DIALECT = Volcano()

@@ -1,9 +1,9 @@
-"""Kubernetes' own gangs (KEP-4671, the Workload API): which native pod group a pod belongs to, and the
-minimum its group asks kube-scheduler to place all at once.
+"""Kubernetes' own gangs (KEP-4671, the Workload API): the objects that describe native pod groups, and
+the minimum each asks kube-scheduler to place all at once, in every version yuniplace reads.
 
-kube-scheduler's gang plugin binds these gangs all or nothing by itself, so yuniplace never gates,
-placeholds or swaps their pods. It reads them as one more dialect only to see them: a native gang counts
-in its queue and in the room admission gives out, and `yuniplace status` and the events tell about it.
+The controller's watch and `yuniplace status` read these objects; the benchmark and the tests write
+them. How a pod names its group, and the gang yuniplace reads from it, is the native gang dialect's
+(gang/dialects/native.py).
 
 The API changed shape with every release, and each shape is read as it is served:
 - 1.35, `scheduling.k8s.io/v1alpha1`: a pod points at a Workload and one of its pod groups with
@@ -63,29 +63,6 @@ class NativeGroup:
             "metadata": {"name": self.name},
             "spec": {"minCount": self.min_count, "describedBy": self.described_by},
         }
-
-
-def group_of(pod: Mapping[str, Any]) -> str | None:
-    """The native pod group the pod belongs to, if any: the PodGroup it names (1.36 on), or the
-    Workload and pod group it points at (1.35, with the replica key when it has one)."""
-    spec = pod.get("spec") or {}
-    scheduling_group = spec.get("schedulingGroup")
-    if isinstance(scheduling_group, Mapping):
-        name = scheduling_group.get("podGroupName")
-        if isinstance(name, str) and name:
-            return name
-    ref = spec.get("workloadRef")
-    if isinstance(ref, Mapping):
-        parts = [ref.get("name"), ref.get("podGroup"), ref.get("podGroupReplicaKey")]
-        named = [part for part in parts if isinstance(part, str) and part]
-        if len(named) >= 2 and named[:2] == parts[:2]:
-            return "/".join(named)
-    return None
-
-
-def named_by(pod: Mapping[str, Any]) -> str:
-    """The pod field that names its native group, for messages."""
-    return "spec.workloadRef" if (pod.get("spec") or {}).get("workloadRef") else "spec.schedulingGroup.podGroupName"
 
 
 def _gang_minimum(policy: Any) -> int | None:

@@ -1,0 +1,39 @@
+"""scheduler-plugins' Coscheduling labels: a gang of `min-available` pods like the one labelled, named
+by its `name` label. Coscheduling turns a gang's pods away while fewer than its minimum exist, so no
+member starts before all do."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from yuniplace.gang.dialects.base import Pod, PodGroup, labels_of
+from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
+from yuniplace.gang.podshape import whole_number
+from yuniplace.gang.taskgroups import GangSpec, Limits
+
+NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
+MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"  # label
+
+
+class Coscheduling(PodsLikeThese):
+    title = "Coscheduling"
+
+    def detects(self, pod: Pod) -> bool:
+        return bool(labels_of(pod).get(NAME))
+
+    def gang_name(self, pod: Pod) -> str | None:
+        return labels_of(pod)[NAME]
+
+    def named_by(self, pod: Pod) -> str:
+        return f"label {NAME}"
+
+    def spec(self, pod: Pod, pod_group: PodGroup | None, members: Sequence[Pod], limits: Limits) -> GangSpec:
+        stated = StatedGang(counted_by=f"label {MIN_AVAILABLE}")
+        stated.min_member = whole_number(
+            labels_of(pod).get(MIN_AVAILABLE, "1"), stated.counted_by, stated.problems, most=most_members(limits)
+        )
+        return dataclasses.replace(gang_spec(pod, stated, self.title, limits), starts_when_all_exist=self.title)
+
+
+DIALECT = Coscheduling()
