@@ -61,7 +61,7 @@ def _describe(unit: Sequence[App], short: Sequence[int], viewer: str) -> str:
     parts = []
     index = 0
     for app in unit:
-        needs = app.needs(outstanding=False)
+        needs = app.needs
         missing = short[index : index + len(needs)]
         index += len(needs)
         if not any(missing):
@@ -182,11 +182,10 @@ class Decision:
             if app.state in IN_FLIGHT or app.key in granted:
                 self._placeholders[app.key.namespace] += app.placeholder_budget
                 if self.ledger is not None:
-                    usage = app.usage if app.key not in granted else app.amounts(outstanding=False)
+                    usage = app.usage if app.key not in granted else app.amounts
                     self.ledger.take(app.queue, usage, app.user)
         self._elastic_in_flight = any(
-            app.state == AppState.RESERVING and any(need.count for need in app.needs(outstanding=True))
-            for app in apps.values()
+            app.state == AppState.RESERVING and any(need.count for need in app.needs_left) for app in apps.values()
         )
 
     def _room_left(self, without: Sequence[p.AppKey] = ()) -> Room:
@@ -197,7 +196,7 @@ class Decision:
         room = self._snapshot.free_room(without=gone)
         for app in self._apps.values():
             if app.key not in gone and (app.state in IN_FLIGHT or app.key in self._granted):
-                room.take_all(app.needs(outstanding=True))
+                room.take_all(app.needs_left)
         return room
 
     def _awaited_peers(self, app: App) -> list[str]:
@@ -231,9 +230,7 @@ class Decision:
             first = unit[0]
             if first.queue not in borrows:
                 try:
-                    borrows[first.queue] = any(
-                        ledger.beyond_guarantee(app.queue, app.amounts(outstanding=False)) for app in unit
-                    )
+                    borrows[first.queue] = any(ledger.beyond_guarantee(app.queue, app.amounts) for app in unit)
                 except Exception:  # one application's data must not reorder, or stop, everyone's cycle
                     log.exception("cannot tell whether %s borrows; it comes last", first.key)
                     borrows[first.queue] = True
@@ -278,7 +275,7 @@ class Decision:
         if limited is not None:
             self._wait(unit, lambda _app: f"waiting for its queue: {limited}", times_out=False)
             return
-        needs = [need for app in unit for need in app.needs(outstanding=False)]
+        needs = [need for app in unit for need in app.needs]
         never = self._snapshot.empty.copy().take_all(needs)
         if any(never):
             self._grant(
@@ -299,7 +296,7 @@ class Decision:
             self._granted.add(app.key)
             self._placeholders[app.key.namespace] += app.spec.min_members
             if self.ledger is not None:
-                self.ledger.take(app.queue, app.amounts(outstanding=False), app.user)
+                self.ledger.take(app.queue, app.amounts, app.user)
             log.info("admitted %s", app.key)
 
     # -- queues -----------------------------------------------------------------------------------------
@@ -310,7 +307,7 @@ class Decision:
         if self.ledger is None:
             return None
         for app in unit:
-            needs = app.amounts(outstanding=False)
+            needs = app.amounts
             blocked = (
                 self.ledger.over_max(app.queue, needs)
                 or self.ledger.over_limits(app.queue, needs, app.user)
@@ -322,7 +319,7 @@ class Decision:
 
     def _free_for(self, app: App) -> dict[str, int]:
         """The free room on the nodes the application's pool lets it use, summed."""
-        return self._room.free_on([need.constraints for need in app.needs(outstanding=False)])
+        return self._room.free_on([need.constraints for need in app.needs])
 
     def _reclaim_for(self, unit: Sequence[App], needs: list[Need]) -> bool:
         """A gang of a queue that lent its guarantee takes it back from borrowers, or, in a queue that
@@ -362,7 +359,7 @@ class Decision:
             return room.reserve(needs)
 
         queue = _shown(app.queue)
-        victims = reclaim(self.ledger, app.queue, app.amounts(outstanding=False), holders, fits_without)
+        victims = reclaim(self.ledger, app.queue, app.amounts, holders, fits_without)
         if victims:
             lent = ", ".join(sorted({v.queue for v in victims}))
             self._take_back(

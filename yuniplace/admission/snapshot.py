@@ -56,6 +56,32 @@ class App:
     native: bool = False
     user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
 
+    # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
+    needs: tuple[Need, ...] = field(init=False)  # the gang's room, placed as its queue's pool allows
+    needs_left: tuple[Need, ...] = field(init=False)  # what no pod of it takes on a node yet
+    amounts: Amounts = field(init=False)  # `needs` summed over its pods (`pods` counting 1000 a pod)
+    amounts_left: Amounts = field(init=False)
+    usage: Amounts = field(init=False)  # what it counts against its queue: what its pods take, and will
+    placeholder_budget: int = field(init=False)  # placeholders it holds or is about to create
+
+    def __post_init__(self) -> None:
+        needs = tuple(self._needs(outstanding=False))
+        left = tuple(self._needs(outstanding=True))
+        amounts_left = _summed(left)
+        usage = dict(self.held)
+        for name, amount in amounts_left.items():
+            usage[name] = usage.get(name, 0) + amount
+        creating = self.state in (AppState.PENDING, AppState.RESERVING)
+        for name, value in (
+            ("needs", needs),
+            ("needs_left", left),
+            ("amounts", _summed(needs)),
+            ("amounts_left", amounts_left),
+            ("usage", usage),
+            ("placeholder_budget", self.spec.min_members if creating else self.placeholders),
+        ):
+            object.__setattr__(self, name, value)
+
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
         # Once reserved, only members still to be swapped in need room: the rest have had theirs.
@@ -65,9 +91,7 @@ class App:
             else min(missing, self.needing.get(group, 0))
         )
 
-    def needs(self, outstanding: bool) -> list[Need]:
-        """The gang's room: all of it, or (outstanding) what no pod of it takes on a node yet; placed
-        as its queue's pool allows."""
+    def _needs(self, outstanding: bool) -> list[Need]:
         needs = []
         for group in self.spec.groups:
             confined = confine(group, self.pool)
@@ -81,26 +105,13 @@ class App:
             )
         return needs
 
-    def amounts(self, outstanding: bool) -> dict[str, int]:
-        """The gang's needs summed over its pods (`pods` counting 1000 a pod): what its queue accounts."""
-        total: dict[str, int] = {}
-        for need in self.needs(outstanding):
-            for name, amount in {**need.requests, PODS: 1000}.items():
-                total[name] = total.get(name, 0) + amount * need.count
-        return total
 
-    @property
-    def usage(self) -> dict[str, int]:
-        """What it counts against its queue: the room its pods take, and what it is yet to take."""
-        total = dict(self.held)
-        for name, amount in self.amounts(outstanding=True).items():
-            total[name] = total.get(name, 0) + amount
-        return total
-
-    @property
-    def placeholder_budget(self) -> int:
-        """Placeholders it holds or is about to create: a namespace's share against its limit."""
-        return self.spec.min_members if self.state in (AppState.PENDING, AppState.RESERVING) else self.placeholders
+def _summed(needs: Sequence[Need]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for need in needs:
+        for name, amount in {**need.requests, PODS: 1000}.items():
+            total[name] = total.get(name, 0) + amount * need.count
+    return total
 
 
 @dataclass(frozen=True)
