@@ -228,6 +228,7 @@ class Executor:
             self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
+        self._each(lambda pod: self._annotate(pod, {keys.KOORDINATOR_TIMEOUT: "true"}), plan.mark_timed_out)
         eviction = self._evict_all(plan.evict) if plan.evict else None
         dialect = pod_group_dialect([plan.originator] if plan.originator is not None else [])
         if plan.pod_group_status is not None and dialect is not None:

@@ -22,6 +22,7 @@ from yuniplace.gang.taskgroups import (
     InvalidGang,
     Limits,
     Mode,
+    OnTimeout,
     Problem,
     gang_group,
     gang_of,
@@ -46,6 +47,17 @@ class Dialect(enum.Enum):
 
 # The dialects whose gang a PodGroup object describes, and the API that serves their PodGroups.
 POD_GROUP_APIS = {Dialect.POD_GROUP: keys.POD_GROUP_API, Dialect.VOLCANO: keys.VOLCANO_API}
+# What each dialect's own scheduler does with a gang out of time, its default here (README: "Pods written
+# for other gang schedulers"): Koordinator marks its pods timed out and never schedules them;
+# scheduler-plugins' Coscheduling rejects them and retries the group after a backoff; Volcano has no
+# timeout and retries every session, never binding part of a gang. The Workload API's gangs are
+# kube-scheduler's own.
+ON_TIMEOUT = {
+    Dialect.KOORDINATOR: OnTimeout.MARK_TIMED_OUT,
+    Dialect.COSCHEDULING: OnTimeout.RETRY,
+    Dialect.POD_GROUP: OnTimeout.RETRY,
+    Dialect.VOLCANO: OnTimeout.RETRY,
+}
 # What names a member's PodGroup, for messages.
 POD_GROUP_NAMED_BY = {
     Dialect.POD_GROUP: f"label {keys.POD_GROUP_LABEL}",
@@ -179,7 +191,7 @@ def gang_spec_of(
             group_with = gang_group(groups_text, keys.KOORDINATOR_GROUPS, problems)
     elif dialect == Dialect.VOLCANO:
         assert pod_group is not None
-        # Volcano has no placeholder timeout: yuniplace's default, unless the pod's own parameters say.
+        # Volcano has no gang timeout: yuniplace's default one, after which the gang is reserved again.
         gang = volcano.read(pod, pod_group, members, problems, limits)
     elif dialect == Dialect.NATIVE:
         assert pod_group is not None
@@ -204,7 +216,13 @@ def gang_spec_of(
     groups = gang.groups if gang is not None else [shaped_group(pod, MEMBER_GROUP, min_member, where, problems)]
     if problems:
         raise InvalidGang(problems)
-    policy = policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems, default_timeout_s=timeout_s)
+    policy = policy_of(
+        notes.get(keys.SCHEDULING_POLICY_PARAMETERS),
+        limits,
+        problems,
+        default_timeout_s=timeout_s,
+        dialect_rule=ON_TIMEOUT.get(dialect),
+    )
     gang_spec = gang_of(groups, policy, mode, group_with, limits, problems)
     if gang is None:
         whole = dialect in (Dialect.COSCHEDULING, Dialect.KOORDINATOR, Dialect.POD_GROUP)

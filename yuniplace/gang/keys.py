@@ -63,6 +63,8 @@ KOORDINATOR_MIN_AVAILABLE = KOORDINATOR_PREFIX + "min-available"
 KOORDINATOR_WAITING_TIME = KOORDINATOR_PREFIX + "waiting-time"
 KOORDINATOR_MODE = KOORDINATOR_PREFIX + "mode"
 KOORDINATOR_GROUPS = KOORDINATOR_PREFIX + "groups"
+# Written on each pod of a Koordinator gang that timed out: koord-scheduler then never schedules it.
+KOORDINATOR_TIMEOUT = KOORDINATOR_PREFIX + "timeout"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
 POD_GROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
 # Volcano: the annotation naming a pod's PodGroup (scheduling.volcano.sh/v1beta1), and the one its Job
