@@ -291,3 +291,153 @@ def test_a_coscheduling_gang_short_of_its_minimum_starts_no_pod_until_the_last_i
         assert len(recorder.placeholder_uids) == 3
     finally:
         assert process.stop() == 0, process.log()
+
+
+def gang_pods(cluster: Cluster, namespace: str, job: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = cluster.client.get(
+        f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={job}"
+    )["items"]
+    return pods
+
+
+def record_of(cluster: Cluster, namespace: str, job: str) -> dict[str, str]:
+    """The annotations of the Job's originator: the pod carrying the application's record (its state,
+    or its attempts while it stays Pending)."""
+    notes = [pod["metadata"].get("annotations") or {} for pod in gang_pods(cluster, namespace, job)]
+    return next((n for n in notes if keys.STATE in n or keys.ATTEMPTS in n), {})
+
+
+def gated(pod: dict[str, Any]) -> bool:
+    return keys.GATE in [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+
+
+@pytest.mark.every_version
+def test_a_koordinator_gang_out_of_its_waiting_time_is_marked_timed_out_and_never_scheduled(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    tmp_path: Path,
+) -> None:
+    """Koordinator's documented example with a 5 s waiting-time and room for 3 of its 4 pods: as
+    koord-scheduler does with a gang out of time, every pod is marked
+    gang.scheduling.koordinator.sh/timeout=true and none is ever bound (not 3 of 4 scheduled normally);
+    no placeholder is left, the events say what happened and what to do, and a pod of the gang created
+    later is marked and kept too."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    process.start()
+    bound: set[str] = set()
+
+    def note_bound(pod: dict[str, Any]) -> None:
+        if pod["spec"].get("nodeName") and not (pod["metadata"].get("labels") or {}).get(keys.PLACEHOLDER):
+            bound.add(pod["metadata"]["name"])
+
+    recorder.callbacks.append(note_bound)
+    try:
+        place = pool(3, cpu="4", memory="16Gi")  # one 3-CPU pod a node: room for 3 of the 4
+        [document] = documents("koordinator-job.yaml")
+        job = as_submitted(document, place)
+        template = job["spec"]["template"]
+        template["metadata"]["annotations"][koordinator.WAITING_TIME] = "5s"
+        template["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+        name = job["metadata"]["name"]
+        cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+        record = wait_until(
+            lambda: (r := record_of(cluster, namespace, name)).get(keys.STATE) in ("Failed", "Resuming") and r, 90
+        )
+        assert record[keys.STATE] == "Failed" and record.get(koordinator.TIMEOUT) == "true", record
+        wait_until(lambda: not placeholders(cluster, namespace), 30)
+
+        def all_marked() -> list[dict[str, Any]] | None:
+            pods = gang_pods(cluster, namespace, name)
+            notes = [pod["metadata"].get("annotations") or {} for pod in pods]
+            return pods if pods and all(n.get(koordinator.TIMEOUT) == "true" for n in notes) else None
+
+        marked = wait_until(all_marked, 30)
+        assert len(marked) == 4 and all(gated(pod) for pod in marked), [
+            (pod["metadata"]["name"], pod["spec"].get("schedulingGates")) for pod in marked
+        ]
+        events = wait_until(lambda: len(e := events_for(cluster, namespace, "GangTimedOut")) == 4 and e, 30)
+        notes = [event["message"] for event in events]
+        assert all("gang.scheduling.koordinator.sh/timeout=true and will not be scheduled" in n for n in notes), notes
+        assert any("delete them and create them again" in n for n in notes), notes
+
+        # A pod of the gang created afterwards is marked and kept as well.
+        late = place.pin(
+            make_pod(
+                "train-koordinator-late", cpu="3", gates=[keys.GATE], annotations=template["metadata"]["annotations"]
+            )
+        )
+        cluster.create_pod(namespace, late)
+        kept = cluster.wait_pod(
+            namespace,
+            "train-koordinator-late",
+            lambda pod: (pod["metadata"].get("annotations") or {}).get(koordinator.TIMEOUT) == "true",
+        )
+        assert gated(kept), kept["spec"]
+        wait_until(lambda: len(events_for(cluster, namespace, "GangTimedOut")) == 5, 30)
+        assert all(gated(pod) for pod in gang_pods(cluster, namespace, name))
+        assert not bound, f"pods of a gang out of time were bound: {sorted(bound)}"
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+@pytest.mark.every_version
+def test_a_podgroup_gang_out_of_time_gives_its_reservation_back_and_starts_whole_once_there_is_room(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    pod_group_api: None,
+    tmp_path: Path,
+) -> None:
+    """scheduler-plugins' documented PodGroup example with scheduleTimeoutSeconds 5, while another pod
+    holds one of the three nodes it needs (so admission holds it first in its queue, its timeout
+    running): at the timeout its pods stay gated (none started, none failed, not 2 of 3 scheduled
+    normally), nothing of it is left reserved, and an event says it tries again; it goes on trying, and
+    once the other pod is gone an attempt reserves the gang and it starts whole."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, "--strict-backoff=2")
+    process.start()
+    try:
+        place = pool(3, cpu="4", memory="16Gi")  # one 3-CPU pod a node
+        cluster.create_pod(namespace, place.pin(make_pod("blocker", cpu="3")))
+        cluster.wait_pod(namespace, "blocker", is_running)
+        pod_group, document = documents("podgroup.yaml")
+        pod_group["spec"]["scheduleTimeoutSeconds"] = 5
+        cluster.client.create(f"{podgroup.API}/namespaces/{namespace}/podgroups", pod_group)
+        job = as_submitted(document, place)
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+        name, completions = job["metadata"]["name"], job["spec"]["completions"]
+        cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+        def decided() -> dict[str, str] | None:
+            """The record once the timeout has been acted on: retried (new), or fallen back (before)."""
+            record = record_of(cluster, namespace, name)
+            return record if keys.ATTEMPTS in record or record.get(keys.STATE) in ("Resuming", "Failed") else None
+
+        record = wait_until(decided, 60)
+        assert keys.ATTEMPTS in record and record.get(keys.STATE, "Pending") in ("Pending", "Reserving"), record
+        timed_out = wait_until(lambda: events_for(cluster, namespace, "PlaceholderTimeOut"), 30)[0]
+        assert "within 5s" in timed_out["message"], timed_out
+        released = wait_until(lambda: events_for(cluster, namespace, "GangReservationReleased"), 30)[0]
+        assert "trying again in" in released["message"] and "still gated" in released["message"], released
+        assert not placeholders(cluster, namespace)
+        pods = gang_pods(cluster, namespace, name)
+        assert all(gated(pod) and not pod["spec"].get("nodeName") for pod in pods), [
+            (pod["metadata"]["name"], pod["spec"].get("nodeName"), pod["spec"].get("schedulingGates")) for pod in pods
+        ]
+
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/blocker", {"gracePeriodSeconds": 0})
+
+        def complete() -> bool:
+            status = cluster.client.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}").get("status", {})
+            return status.get("succeeded", 0) == completions
+
+        wait_until(complete, 120)
+        reserved = recorder.group_nodes(MEMBER_GROUP)
+        ran = {pod["spec"]["nodeName"] for pod in gang_pods(cluster, namespace, name)}
+        assert len(ran) == completions and ran <= reserved, (ran, reserved)
+        wait_until(lambda: not placeholders(cluster, namespace), 30)
+    finally:
+        assert process.stop() == 0, process.log()

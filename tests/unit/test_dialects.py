@@ -16,7 +16,7 @@ from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_dialect
 from yuniplace.gang.dialects.volcano import volcano_queue
 from yuniplace.gang.podshape import MEMBER_GROUP
-from yuniplace.gang.taskgroups import InvalidGang, Limits, Mode, parse_gang
+from yuniplace.gang.taskgroups import InvalidGang, Limits, Mode, OnTimeout, Style, parse_gang
 
 
 def pod(
@@ -115,6 +115,48 @@ def test_pod_group_gives_min_member_and_timeout() -> None:
 def test_the_pods_own_style_is_kept() -> None:
     hard = pod({coscheduling.NAME: "j"}, {keys.SCHEDULING_POLICY_PARAMETERS: "gangSchedulingStyle=Hard"})
     assert read_gang(hard).policy.style.value == "Hard"
+
+
+def test_each_dialect_times_out_by_its_own_schedulers_rule_unless_the_pod_names_a_style() -> None:
+    """Koordinator marks a gang out of time and never schedules it; Coscheduling and a PodGroup back off
+    and retry; Volcano never times a gang out (it waits, reserved again after each timeout here);
+    YuniKorn's task groups follow --default-style. A gangSchedulingStyle on the pod wins over all."""
+    yunikorn = pod(
+        annotations={keys.TASK_GROUPS: json.dumps([{"name": "a", "minMember": 1, "minResource": {"cpu": "1"}}])}
+    )
+    volcano_pg = volcano_group(minMember=1)
+    rules = {
+        "YuniKorn": read_gang(yunikorn).policy.on_timeout,
+        "YuniKorn, --default-style Hard": read_gang(
+            yunikorn, limits=Limits(default_style=Style.HARD)
+        ).policy.on_timeout,
+        "Koordinator": read_gang(KOORDINATOR).policy.on_timeout,
+        "Coscheduling": read_gang(COSCHEDULING).policy.on_timeout,
+        "PodGroup": read_gang(POD_GROUP_MEMBER, POD_GROUP).policy.on_timeout,
+        "Volcano": read_gang(VOLCANO_MEMBER, volcano_pg, members=[VOLCANO_MEMBER]).policy.on_timeout,
+    }
+    assert rules == {
+        "YuniKorn": OnTimeout.SOFT,
+        "YuniKorn, --default-style Hard": OnTimeout.HARD,
+        "Koordinator": OnTimeout.MARK_TIMED_OUT,
+        "Coscheduling": OnTimeout.RETRY,
+        "PodGroup": OnTimeout.RETRY,
+        "Volcano": OnTimeout.RETRY,
+    }
+    for style in ("Soft", "Hard"):
+        named = {keys.SCHEDULING_POLICY_PARAMETERS: f"placeholderTimeoutInSeconds=30 gangSchedulingStyle={style}"}
+        koordinator_pod = pod(annotations={**p.annotations_of(KOORDINATOR), **named})
+        coscheduling_pod = pod(p.labels_of(COSCHEDULING), named)
+        assert read_gang(koordinator_pod).policy.on_timeout == OnTimeout(style)
+        assert read_gang(coscheduling_pod).policy.on_timeout == OnTimeout(style)
+    # A timeout alone keeps the dialect's rule.
+    timeout_only = pod(
+        annotations={
+            **p.annotations_of(KOORDINATOR),
+            keys.SCHEDULING_POLICY_PARAMETERS: "placeholderTimeoutInSeconds=30",
+        }
+    )
+    assert read_gang(timeout_only).policy.on_timeout == OnTimeout.MARK_TIMED_OUT
 
 
 @pytest.mark.parametrize(

@@ -212,7 +212,15 @@ def apply(pods: list[Pod], plan: Plan, now: float) -> list[Pod]:
     """The cluster after `plan` is carried out (what Executor.apply does, without the API)."""
     result = {p.uid(pod): copy.deepcopy(pod) for pod in pods}
     if plan.annotate and plan.originator is not None:
-        result[p.uid(plan.originator)]["metadata"]["annotations"].update(plan.annotate)
+        notes = result[p.uid(plan.originator)]["metadata"]["annotations"]
+        for key, value in plan.annotate.items():  # a merge patch: None removes
+            if value is None:
+                notes.pop(key, None)
+            else:
+                notes[key] = value
+    for pod in plan.mark_timed_out:
+        assert plan.timed_out_mark is not None
+        result[p.uid(pod)]["metadata"]["annotations"][plan.timed_out_mark] = "true"
     for manifest in plan.create:
         created = materialize(manifest, created=now)
         result[p.uid(created)] = created

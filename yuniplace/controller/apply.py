@@ -229,6 +229,9 @@ class Executor:
             self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
+        if plan.timed_out_mark is not None:
+            mark: dict[str, str | None] = {plan.timed_out_mark: "true"}
+            self._each(lambda pod: self._annotate(pod, mark), plan.mark_timed_out)
         eviction = self._evict_all(plan.evict) if plan.evict else None
         api = pod_group_api([plan.originator] if plan.originator is not None else [])
         if plan.pod_group_status is not None and api is not None:

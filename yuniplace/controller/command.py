@@ -68,8 +68,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="seconds before a reservation given back (Strict mode, or placeholders refused by the API, "
-        "a quota say) is tried again, doubled each attempt up to 5 minutes (default: 10)",
+        help="seconds before a reservation given back (Strict mode, placeholders refused by the API, a quota "
+        "say, or a Coscheduling, PodGroup or Volcano gang out of time) is tried again, doubled each attempt up "
+        "to 5 minutes (default: 10)",
     )
     rules = AdmissionRules()
     shared = parser.add_argument_group("shared clusters (with --admission=capacity)")

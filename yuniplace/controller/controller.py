@@ -289,7 +289,8 @@ class Controller:
         if Outcome.RESERVED in plan.outcomes and app.record.reservation_started is not None:
             self.metrics.reservation_seconds.observe(max(0.0, self._clock() - app.record.reservation_started))
         if Outcome.TIMED_OUT in plan.outcomes:
-            self.metrics.timeouts.labels("Hard" if plan.state == AppState.FAILED else "Soft").inc()
+            assert plan.spec is not None
+            self.metrics.timeouts.labels(plan.spec.policy.on_timeout.value).inc()
         with self._lock:
             if plan.forget:
                 self._states.pop(key, None)

@@ -66,7 +66,7 @@ class Outcome(enum.Enum):
     """What became of the reservation in this plan, for metrics."""
 
     RESERVED = "reserved"  # every placeholder is placed
-    TIMED_OUT = "timed out"  # it ran out of time (its style says what follows)
+    TIMED_OUT = "timed out"  # it ran out of time (its timeout rule says what follows)
 
 
 @dataclass
@@ -80,6 +80,9 @@ class Plan:
     swaps: list[Swap] = field(default_factory=list)
     ungate: list[Pod] = field(default_factory=list)
     fail: list[Failure] = field(default_factory=list)
+    # Members of a gang that timed out under Koordinator's rule, to be marked so (they stay gated).
+    mark_timed_out: list[Pod] = field(default_factory=list)  # pods to carry `timed_out_mark`, as "true"
+    timed_out_mark: str | None = None
     events: list[Event] = field(default_factory=list)
     requeue_after_s: float | None = None
     # Nodes another application's member is on its way to, where this one waits to swap a member in.
@@ -105,6 +108,7 @@ class Plan:
             + 3 * len(self.swaps)
             + len(self.ungate)
             + len(self.fail)
+            + len(self.mark_timed_out)
             + len(self.evict)
         )
 

@@ -36,7 +36,7 @@ from yuniplace.gang.resources import (
     shortfalls,
 )
 from yuniplace.gang.state import TERMINAL, AppState, allowed
-from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, Style, check_member
+from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, OnTimeout, Style, check_member
 from yuniplace.queues.pools import confine
 from yuniplace.runtime.events import NORMAL, Reason
 
@@ -49,6 +49,24 @@ UNSCHEDULABLE = "Unschedulable"
 # Members naming no task group: no placeholder is theirs, but, as in YuniKorn, they start with their
 # gang (once it is reserved, or has fallen back) and not before. Group names are never empty.
 UNGROUPED = ""
+# How the TaskGroupMatch event names each timeout rule.
+ON_TIMEOUT_SAID = {
+    OnTimeout.SOFT: "Soft style",
+    OnTimeout.HARD: "Hard style",
+    OnTimeout.RETRY: "reserved again after a backoff if it times out",
+}
+
+
+def _marked_timed_out(pod: Pod, spec: GangSpec | None) -> bool:
+    """Whether the pod carries its dialect's mark of a gang that timed out."""
+    mark = spec.timed_out_mark if spec is not None else None
+    return mark is not None and p.annotations_of(pod).get(mark) == "true"
+
+
+def _timeout_said(spec: GangSpec) -> str:
+    if spec.policy.on_timeout == OnTimeout.MARK_TIMED_OUT:
+        return f"its pods marked {spec.timed_out_mark}=true and never scheduled if it times out"
+    return ON_TIMEOUT_SAID[spec.policy.on_timeout]
 
 
 def plan_application(
@@ -101,6 +119,8 @@ class Planner:
             return plan
         if app.problem is not None:
             self._reject(Reason.TASK_GROUPS_ERROR, f"invalid gang annotations: {app.problem}")
+        elif app.state == AppState.FAILED and _marked_timed_out(app.originator, app.spec):
+            self._keep_timed_out()
         elif p.is_terminal(app.originator) or app.state in TERMINAL:
             # The application is over: nothing to reserve any more; late members run or fail as it did.
             plan.state = app.state if app.state in TERMINAL else AppState.COMPLETED
@@ -205,10 +225,30 @@ class Planner:
         self._release_everything(failure=(reason, message) if hard else None)
 
     def _time_out(self, summary: str) -> None:
-        plan, originator = self.plan_, self.originator
+        """The reservation ran out of time: what follows is the gang's timeout rule (its own scheduler's,
+        or the style its pod names)."""
+        plan, originator, rule = self.plan_, self.originator, self.spec.policy.on_timeout
         self._event(originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {summary}")
         plan.outcomes.append(Outcome.TIMED_OUT)
-        if self.spec.policy.style == Style.HARD:
+        if rule == OnTimeout.RETRY:
+            self._retry(
+                Reason.GANG_RESERVATION_RELEASED,
+                f"gang reservation timed out ({summary}); as a timed-out PodGroup backs off, its placeholders "
+                "are removed and its pods wait, still gated, for the next attempt",
+                restart_clock=True,
+            )
+        elif rule == OnTimeout.MARK_TIMED_OUT:
+            plan.state = AppState.FAILED
+            plan.annotate[self._timed_out_mark()] = "true"
+            self._event(
+                originator,
+                Reason.GANG_TIMED_OUT,
+                f"gang {self.app.key.app_id} timed out ({summary}): as Koordinator does, its pods are marked "
+                f"{self._timed_out_mark()}=true and will not be scheduled; delete them and create them again "
+                "to schedule the gang",
+            )
+            self._keep_timed_out()
+        elif rule == OnTimeout.HARD:
             message = f"gang reservation timed out ({summary}); Hard style fails the application"
             plan.state = AppState.FAILED
             self._event(originator, Reason.APPLICATION_FAILED, message)
@@ -221,6 +261,30 @@ class Planner:
                 f"gang reservation timed out ({summary}); Soft style: placeholders removed, pods scheduled normally",
             )
             self._release_everything()
+
+    def _timed_out_mark(self) -> str:
+        mark = self.spec.timed_out_mark
+        assert mark is not None, "a dialect whose rule marks timed-out pods names its mark"
+        return mark
+
+    def _keep_timed_out(self) -> None:
+        """A gang timed out under Koordinator's rule (its originator marked so) is over for good, as
+        koord-scheduler turns away every pod marked timed out: no placeholder is left, and each of its
+        gated pods, those created since included, is marked and stays gated, never scheduled."""
+        plan, originator, mark = self.plan_, self.originator, self._timed_out_mark()
+        plan.timed_out_mark = mark
+        plan.delete += [ph for ph in self.app.live_placeholders() if ph not in plan.delete]
+        for member in self.app.gated_members():
+            if p.uid(member) == p.uid(originator) or p.annotations_of(member).get(mark) == "true":
+                continue
+            plan.mark_timed_out.append(member)
+            self._event(
+                member,
+                Reason.GANG_TIMED_OUT,
+                f"gang {self.app.key.app_id} timed out (see the events of pod {p.name(originator)}): this pod is "
+                f"marked {mark}=true and will not be scheduled, as Koordinator does; delete "
+                "the gang's pods and create them again to schedule it",
+            )
 
     def _members_by_group(self) -> dict[str, list[Pod]]:
         """Gated members by group (UNGROUPED for those naming none, or a group the gang has not when its
@@ -373,12 +437,15 @@ class Planner:
     def _members_missing(self) -> int:
         """How many members must still be created before any may start, where the gang's scheduler starts
         a gang only once its minimum of pods exists (GangSpec.starts_when_all_exist): 0 when none is
-        missing, a member already started, the rule is not the gang's, or its reservation has timed out."""
+        missing, a member already started, or the rule is not the gang's; and once its reservation has
+        timed out under a YuniKorn style, which then lets them start (under its own scheduler's timeout
+        rule the gang gives its reservation back instead, see _swap)."""
         app, spec = self.app, self.spec
         if spec.starts_when_all_exist is None or any(p.node_name(m) for m in app.members):
             return 0
         deadline = app.reservation_deadline()
-        if deadline is not None and self.now >= deadline:
+        yunikorn_style = spec.policy.on_timeout in (OnTimeout.SOFT, OnTimeout.HARD)
+        if yunikorn_style and deadline is not None and self.now >= deadline:
             return 0
         live = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
         return max(0, spec.min_members - len(live))
@@ -430,6 +497,8 @@ class Planner:
         if isinstance(ticket, Granted) and ticket.warning:
             self._event(originator, Reason.GANG_EXCEEDS_CAPACITY, ticket.warning)
         if record.retry_after is not None:
+            if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
+                plan.annotate[keys.RESERVATION_STARTED] = p.format_time(self.now)
             self._event(
                 originator,
                 Reason.CREATING_PLACEHOLDERS,
@@ -442,7 +511,7 @@ class Planner:
             originator,
             Reason.TASK_GROUP_MATCH,
             f"application {app.key.app_id}: gang of {spec.min_members} ({groups}), "
-            f"timeout {spec.policy.timeout_s}s, {spec.policy.style.value} style, {spec.mode.value} mode",
+            f"timeout {spec.policy.timeout_s}s, {_timeout_said(spec)}, {spec.mode.value} mode",
         )
         self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods")
         for warning in spec.warnings:
@@ -479,11 +548,14 @@ class Planner:
         pods = "its pod" if len(members) == 1 else f"its {len(members)} pods"
         self._event(self.originator, Reason.GANG_PREEMPTED, f"{why}: evicting {pods}")
 
-    def _retry(self, reason: Reason, why: str) -> None:
+    def _retry(self, reason: Reason, why: str, *, restart_clock: bool = False) -> None:
         """Give a partial reservation back at once and try again after a backoff: in Strict mode when a
-        placeholder cannot be placed (the gang will not fit now), and whenever the API refuses to
-        create placeholders (a namespace quota, say). The room it held is then free for others."""
-        plan = self.plan_
+        placeholder cannot be placed (the gang will not fit now), whenever the API refuses to create
+        placeholders (a namespace quota, say), and when it times out under the Retry rule. The room it
+        held is then free for others. Strict and refused attempts share one timeout, counted from the
+        first; `restart_clock` gives the next attempt a whole timeout of its own (else it would time
+        out again at once)."""
+        plan, record = self.plan_, self.app.record
         attempts = self.app.record.attempts + 1
         backoff = min(MAX_STRICT_BACKOFF_S, self.settings.strict_backoff_s * 2 ** (attempts - 1))
         plan.state = AppState.PENDING
@@ -491,6 +563,14 @@ class Planner:
         plan.delete += [ph for ph in self.app.live_placeholders() if ph not in plan.delete]
         plan.annotate[keys.ATTEMPTS] = str(attempts)
         plan.annotate[keys.RETRY_AFTER] = p.format_time(self.now + backoff)
+        if restart_clock:
+            for key, value in (
+                (keys.RESERVATION_STARTED, record.reservation_started),
+                (keys.FIRST_ALLOCATED, record.first_allocated),
+                (keys.QUEUED_SINCE, record.queued_since),
+            ):
+                if value is not None:
+                    plan.annotate[key] = None
         self._event(self.originator, reason, f"{why}; trying again in {backoff:.0f}s (attempt {attempts})")
         plan.requeue_after_s = backoff
 
@@ -513,8 +593,19 @@ class Planner:
         claimed: set[str] = set()
         in_flight = set(self.around.nodes_in_flight) | app.nodes_in_flight()
         # Where the gang starts only once all its members exist, none starts before (a new member's
-        # creation reconciles the application again).
-        for group in [] if self._members_missing() else self.spec.groups:
+        # creation reconciles the application again); out of time, it gives its reservation back.
+        missing = self._members_missing()
+        deadline = app.reservation_deadline()
+        if missing and deadline is not None and self.now >= deadline:
+            spec = self.spec
+            self._retry(
+                Reason.GANG_RESERVATION_RELEASED,
+                f"{missing} of its {spec.min_members} pods still do not exist after {spec.policy.timeout_s}s, and "
+                f"{spec.starts_when_all_exist} starts a gang only once all exist: giving its reservation back",
+                restart_clock=True,
+            )
+            return
+        for group in [] if missing else self.spec.groups:
             placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
             room = quantities(group.min_resource)
             pending: list[Pod] = []

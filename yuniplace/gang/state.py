@@ -12,7 +12,7 @@ class AppState(enum.Enum):
     RESERVED = "Reserved"  # every placeholder placed; real pods are being swapped in
     RUNNING = "Running"  # the originator runs; late members still swap into what is left
     RESUMING = "Resuming"  # Soft fallback: placeholders gone, real pods scheduled normally
-    FAILED = "Failed"  # Hard timeout or invalid input under Hard style
+    FAILED = "Failed"  # Hard timeout, invalid input under Hard style, or a Koordinator gang out of time
     COMPLETED = "Completed"  # the originator finished or went away; nothing of ours is left
 
     @classmethod
@@ -27,10 +27,12 @@ TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserving -> Running: the last placeholder is placed while the originator (not a gang member
     # itself, so never held) already runs.
-    # Reserving -> Pending: Strict mode gave a partial reservation back and will try again.
+    # Reserving -> Pending: Strict mode gave a partial reservation back and will try again (or a timeout
+    # did, under a dialect's Retry rule).
     S.RESERVING: frozenset({S.PENDING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
-    # Reserved -> Pending: the queue that lent its room took it back before it ran.
+    # Reserved -> Pending: the queue that lent its room took it back before it ran, or (Retry rule) the
+    # gang timed out waiting for the rest of its gang group or for its members to exist.
     S.RESERVED: frozenset({S.PENDING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESUMING: frozenset({S.COMPLETED}),

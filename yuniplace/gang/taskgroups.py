@@ -44,10 +44,25 @@ class Mode(enum.Enum):
 
 
 class Style(enum.Enum):
-    """What happens when the reservation times out."""
+    """YuniKorn's gangSchedulingStyle: what happens when the reservation times out, or the gang cannot
+    be one (invalid annotations, refused by admission)."""
 
     SOFT = "Soft"  # placeholders go, real pods are scheduled normally
     HARD = "Hard"  # placeholders go, real pods fail
+
+
+class OnTimeout(enum.Enum):
+    """What a gang whose reservation times out does: the rule of the scheduler its pods are written for,
+    so a gang behaves as its users expect from that scheduler. Its value is the metrics label."""
+
+    SOFT = "Soft"  # YuniKorn's Soft style: placeholders go, real pods are scheduled normally
+    HARD = "Hard"  # YuniKorn's Hard style: placeholders go, real pods fail
+    # Coscheduling, a scheduler-plugins PodGroup, Volcano: placeholders go, and the gang is reserved again
+    # after a backoff, its clock started afresh; its pods never start without it.
+    RETRY = "Retry"
+    # Koordinator: placeholders go, every pod is marked gang.scheduling.koordinator.sh/timeout=true and
+    # never scheduled; the application is over (Failed) until its pods are deleted and created again.
+    MARK_TIMED_OUT = "MarkTimedOut"
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,13 @@ class TaskGroup:
 class Policy:
     timeout_s: int
     style: Style
+    # The timeout rule of the gang's own scheduler, when that is not YuniKorn and the pod's
+    # schedulingPolicyParameters name no style; None: the style's.
+    dialect_rule: OnTimeout | None = None
+
+    @property
+    def on_timeout(self) -> OnTimeout:
+        return self.dialect_rule or OnTimeout(self.style.value)
 
 
 @dataclass(frozen=True)
@@ -125,6 +147,9 @@ class GangSpec:
     # minimum of pods exists, as that scheduler turns a gang's pods away while fewer exist; None for
     # YuniKorn's rule, where members start as they arrive (a Spark driver creates its executors later).
     starts_when_all_exist: str | None = None
+    # The annotation that marks each pod of a gang timed out under its dialect's MARK_TIMED_OUT rule
+    # (Koordinator's), which keeps the pod from ever being scheduled.
+    timed_out_mark: str | None = None
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -283,10 +308,16 @@ def parse_policy(text: str | None, limits: Limits = Limits()) -> Policy:
 
 
 def policy_of(
-    text: str | None, limits: Limits, problems: list[Problem], *, default_timeout_s: int | None = None
+    text: str | None,
+    limits: Limits,
+    problems: list[Problem],
+    *,
+    default_timeout_s: int | None = None,
+    dialect_rule: OnTimeout | None = None,
 ) -> Policy:
     """The policy `text` states; what it leaves out is the default (`default_timeout_s`: another
-    dialect's own timeout, instead of the configured one). Problems are added to `problems`."""
+    dialect's own timeout, instead of the configured one; `dialect_rule`: its own timeout rule, which a
+    gangSchedulingStyle in `text` overrides). Problems are added to `problems`."""
     timeout_s, style = default_timeout_s or limits.default_timeout_s, limits.default_style
     where = keys.SCHEDULING_POLICY_PARAMETERS
     for item in (text or "").split():
@@ -307,12 +338,12 @@ def policy_of(
             if matched is None:
                 problems.append(Problem(f"{where}.gangSchedulingStyle", value, "must be Soft or Hard"))
             else:
-                style = matched
+                style, dialect_rule = matched, None
         else:
             problems.append(
                 Problem(where, item, "is not placeholderTimeoutInSeconds=N or gangSchedulingStyle=Soft|Hard")
             )
-    return Policy(timeout_s, style)
+    return Policy(timeout_s, style, dialect_rule)
 
 
 def style_of(annotations: Mapping[str, str], limits: Limits = Limits()) -> Style:

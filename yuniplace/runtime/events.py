@@ -56,6 +56,7 @@ class Reason(enum.StrEnum):
     GANG_SCHEDULING_FAILED = "GangSchedulingFailed", "Fallback", WARNING
     APPLICATION_FAILED = "ApplicationFailed", "Fail", WARNING
     RESOURCE_RESERVATION_TIMEOUT = "ResourceReservationTimeout", "Fail", WARNING
+    GANG_TIMED_OUT = "GangTimedOut", "Timeout", WARNING
     GANG_WAITING = "GangWaiting", "Admit", NORMAL
     GANG_EXCEEDS_CAPACITY = "GangExceedsCapacity", "Admit", WARNING
     GANG_REFUSED = "GangRefused", "Admit", WARNING

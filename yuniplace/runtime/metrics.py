@@ -12,6 +12,7 @@ from prometheus_client import (
 )
 
 from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import OnTimeout
 from yuniplace.queues.report import QueuesReport
 
 # The *_created series double every counter for a timestamp nobody graphs.
@@ -51,7 +52,10 @@ class Metrics:
             registry=r,
         )
         self.timeouts = Counter(
-            "yuniplace_timeouts_total", "Reservations that timed out, by style.", ["style"], registry=r
+            "yuniplace_timeouts_total",
+            "Reservations that timed out, by timeout rule (a style, or a dialect's own).",
+            ["style"],
+            registry=r,
         )
         self.api_requests = Counter(
             "yuniplace_api_requests_total",
@@ -109,8 +113,8 @@ class Metrics:
             self.placeholders.labels(placement)
         for outcome in ("landed", "moved"):
             self.swaps.labels(outcome)
-        for style in ("Soft", "Hard"):
-            self.timeouts.labels(style)
+        for rule in OnTimeout:
+            self.timeouts.labels(rule.value)
 
     def report_queues(self, report: QueuesReport | None) -> None:
         """Set the per-queue gauges to the report (cpu in cores, memory in bytes, pods as a count);

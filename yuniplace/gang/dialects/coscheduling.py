@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from yuniplace.gang.dialects.base import Pod, PodGroup, labels_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
 from yuniplace.gang.podshape import whole_number
-from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.gang.taskgroups import GangSpec, Limits, OnTimeout
 
 NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
 MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"  # label
@@ -29,7 +29,8 @@ class Coscheduling(PodsLikeThese):
         return f"label {NAME}"
 
     def spec(self, pod: Pod, pod_group: PodGroup | None, members: Sequence[Pod], limits: Limits) -> GangSpec:
-        stated = StatedGang(counted_by=f"label {MIN_AVAILABLE}")
+        # Out of time, Coscheduling rejects the gang's pods and tries the group again after a backoff.
+        stated = StatedGang(counted_by=f"label {MIN_AVAILABLE}", on_timeout=OnTimeout.RETRY)
         stated.min_member = whole_number(
             labels_of(pod).get(MIN_AVAILABLE, "1"), stated.counted_by, stated.problems, most=most_members(limits)
         )

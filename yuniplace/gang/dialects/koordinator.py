@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from yuniplace.gang.dialects.base import Pod, PodGroup, annotations_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
 from yuniplace.gang.podshape import whole_number
-from yuniplace.gang.taskgroups import GangSpec, Limits, Mode, Problem, gang_group
+from yuniplace.gang.taskgroups import GangSpec, Limits, Mode, OnTimeout, Problem, gang_group
 
 PREFIX = "gang.scheduling.koordinator.sh/"
 NAME = PREFIX + "name"  # annotations, all of them
@@ -20,6 +20,8 @@ MIN_AVAILABLE = PREFIX + "min-available"
 WAITING_TIME = PREFIX + "waiting-time"
 MODE = PREFIX + "mode"
 GROUPS = PREFIX + "groups"
+# Written on each pod of a gang that timed out: koord-scheduler then never schedules it.
+TIMEOUT = PREFIX + "timeout"
 
 GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
@@ -52,7 +54,8 @@ class Koordinator(PodsLikeThese):
 
     def spec(self, pod: Pod, pod_group: PodGroup | None, members: Sequence[Pod], limits: Limits) -> GangSpec:
         notes = annotations_of(pod)
-        stated = StatedGang(counted_by=MIN_AVAILABLE)
+        # Out of its waiting time, Koordinator marks the gang's pods timed out and never schedules them.
+        stated = StatedGang(counted_by=MIN_AVAILABLE, on_timeout=OnTimeout.MARK_TIMED_OUT)
         problems = stated.problems
         stated.min_member = whole_number(
             notes.get(MIN_AVAILABLE, "1"), MIN_AVAILABLE, problems, most=most_members(limits)
@@ -68,7 +71,8 @@ class Koordinator(PodsLikeThese):
         # Koordinator reads an empty value, or an empty list, as no gang group.
         if groups_text is not None and groups_text.strip() not in ("", "[]"):
             stated.group_with = gang_group(groups_text, GROUPS, problems)
-        return dataclasses.replace(gang_spec(pod, stated, self.title, limits), starts_when_all_exist=self.title)
+        spec = gang_spec(pod, stated, self.title, limits)
+        return dataclasses.replace(spec, starts_when_all_exist=self.title, timed_out_mark=TIMEOUT)
 
 
 DIALECT = Koordinator()

@@ -18,7 +18,7 @@ from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, differs, l
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members, no_pod_group
 from yuniplace.gang.podshape import whole_number
 from yuniplace.gang.state import AppState
-from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.gang.taskgroups import GangSpec, Limits, OnTimeout
 
 LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
 API = "/apis/scheduling.x-k8s.io/v1alpha1"
@@ -78,7 +78,8 @@ class PodGroupDialect(PodsLikeThese):
         if pod_group is None:
             raise no_pod_group(self.named_by(pod), self.gang_name(pod), self.pod_groups.kind)
         spec = pod_group.get("spec") or {}
-        stated = StatedGang(counted_by=MIN_MEMBER)
+        # Out of scheduleTimeoutSeconds, Coscheduling rejects the group's pods and retries after a backoff.
+        stated = StatedGang(counted_by=MIN_MEMBER, on_timeout=OnTimeout.RETRY)
         stated.min_member = whole_number(spec.get("minMember"), MIN_MEMBER, stated.problems, most=most_members(limits))
         scheduled_timeout = spec.get("scheduleTimeoutSeconds")
         if isinstance(scheduled_timeout, int) and not isinstance(scheduled_timeout, bool) and scheduled_timeout > 0:

@@ -21,6 +21,7 @@ from yuniplace.gang.taskgroups import (
     InvalidGang,
     Limits,
     Mode,
+    OnTimeout,
     Problem,
     gang_group,
     gang_of,
@@ -41,6 +42,7 @@ class StatedGang:
     timeout_s: int | None = None  # the dialect's own timeout, if it has one
     mode: Mode = Mode.NON_STRICT
     group_with: tuple[str, ...] = ()
+    on_timeout: OnTimeout | None = None  # the dialect's own timeout rule, unless the pod names a style
 
 
 def gang_spec(pod: Pod, stated: StatedGang, title: str, limits: Limits) -> GangSpec:
@@ -61,7 +63,13 @@ def gang_spec(pod: Pod, stated: StatedGang, title: str, limits: Limits) -> GangS
         groups = [shaped_group(pod, MEMBER_GROUP, stated.min_member, stated.counted_by, problems)]
     if problems:
         raise InvalidGang(problems)
-    policy = policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems, default_timeout_s=timeout_s)
+    policy = policy_of(
+        notes.get(keys.SCHEDULING_POLICY_PARAMETERS),
+        limits,
+        problems,
+        default_timeout_s=timeout_s,
+        dialect_rule=stated.on_timeout,
+    )
     return gang_of(groups, policy, mode, group_with, limits, problems)
 
 

@@ -47,7 +47,7 @@ from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec,
 from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
 from yuniplace.gang.resources import format_quantity, quantities, total
 from yuniplace.gang.state import TERMINAL, AppState
-from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, GangSpec, Limits, Problem
+from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, GangSpec, Limits, OnTimeout, Problem
 from yuniplace.kube import parse_quantity
 
 # The annotation naming a pod's PodGroup, and the one Volcano's Job controller puts on every pod naming
@@ -302,7 +302,8 @@ class Volcano(PodsLikeThese):
         follow the gang unreserved."""
         if pod_group is None:
             raise no_pod_group(self.named_by(pod), self.gang_name(pod), self.pod_groups.kind)
-        stated = StatedGang()
+        # Volcano has no gang timeout: it drops a gang's partial allocation each session and tries again.
+        stated = StatedGang(on_timeout=OnTimeout.RETRY)
         gang = read(pod, pod_group, members, stated.problems, limits)
         stated.groups = gang.groups
         spec = gang_spec(pod, stated, self.title, limits)
