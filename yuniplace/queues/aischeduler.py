@@ -44,11 +44,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from yuniplace.kube.names import LABEL_KEY, LABEL_VALUE, MAX_LABEL_KEY
 from yuniplace.queues.model import ROOT, QueueConfig, QueueSpec
 from yuniplace.queues.placement import DEFAULT_QUEUE, QUEUE_NAME
 from yuniplace.queues.problems import Findings
 from yuniplace.queues.quantity import BadQuantity, kubernetes_milli
-from yuniplace.queues.values import LABEL_KEY, LABEL_VALUE, MAX_LABEL_KEY
 
 API_VERSION = "resource.aibee.cn/v1alpha1"
 KIND = "Pool"

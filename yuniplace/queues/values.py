@@ -7,15 +7,8 @@ and values keep theirs.
 
 from __future__ import annotations
 
-import re
-
+from yuniplace.kube.names import LABEL_KEY, LABEL_VALUE, MAX_LABEL_KEY
 from yuniplace.queues.model import Ordering
-
-_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
-LABEL_KEY = re.compile(rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?{_LABEL_NAME}$")
-LABEL_VALUE = re.compile(rf"^({_LABEL_NAME})?$")
-MAX_LABEL_KEY = 317  # a prefix of 253 characters, a slash and a name of 63
 
 
 class BadValue(ValueError):
