@@ -8,11 +8,12 @@ ways.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.gang import keys
+from yuniplace.gang import keys, topology
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
 from yuniplace.gang.record import Record, read_record, state_of
@@ -21,10 +22,12 @@ from yuniplace.gang.taskgroups import (
     GangSpec,
     InvalidGang,
     Limits,
+    Problem,
     Style,
     parse_gang,
     style_of,
 )
+from yuniplace.gang.topology import BadTopology
 
 Pod = p.Pod
 
@@ -37,11 +40,24 @@ def read_gang(
 ) -> GangSpec:
     """The gang `pod` describes, in whichever dialect it is written (`pod_group`: the PodGroup a pod of
     that dialect names; `members`: the application's pods, whose tasks size a Volcano gang's task
-    groups); InvalidGang names every problem in the dialect's own terms."""
+    groups); InvalidGang names every problem in the dialect's own terms. The gang's topology domains
+    are asked alike in every dialect (yuniplace's annotation, or Kueue's), on the same pod."""
     dialect = dialect_of(pod)
-    if dialect is None:
-        return parse_gang(p.annotations_of(pod), limits)
-    return dialect.spec(pod, pod_group, members, limits)
+    notes = p.annotations_of(pod)
+    try:
+        asked = topology.asked(notes)
+        wrong: list[Problem] = []
+    except BadTopology as bad:
+        asked, wrong = topology.Asked(), [Problem(bad.field, bad.value, bad.expected)]
+    try:
+        spec = parse_gang(notes, limits) if dialect is None else dialect.spec(pod, pod_group, members, limits)
+    except InvalidGang as error:
+        raise InvalidGang([*error.problems, *wrong]) from None
+    if wrong:
+        raise InvalidGang(wrong)
+    if asked.topology is None:
+        return spec
+    return dataclasses.replace(spec, topology=asked.topology, warnings=spec.warnings + asked.warnings)
 
 
 def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> Pod | None:

@@ -34,6 +34,10 @@ RETRY_AFTER = "yuniplace.io/retry-after"
 # Gang options yuniplace adds to YuniKorn's dialect (Koordinator's annotations map onto them).
 GANG_MODE = "yuniplace.io/gang-mode"
 GANG_GROUP = "yuniplace.io/gang-group"
+# A gang's topology domains (gang/topology.py): asked on the pod that describes the gang (or as a key of
+# one task group), and the domains admission chose, recorded on the originator.
+TOPOLOGY = "yuniplace.io/topology"
+TOPOLOGY_DOMAIN = "yuniplace.io/topology-domain"
 
 # YuniKorn's own marks of a placeholder, put on yuniplace's too, so that tooling written for YuniKorn
 # (dashboards, kubectl selectors) recognises them: its placeholder flag (current and earlier), the task

@@ -1,6 +1,6 @@
 """The application's record: the annotations yuniplace keeps on the originator (its state, when the
-reservation began, its first allocation, Strict retries, when it became first in its queue), read and
-validated in this one place.
+reservation began, its first allocation, Strict retries, when it became first in its queue, the
+topology domains admission chose), read and validated in this one place.
 
 The controller writes them, but anyone who may edit the pod may write them too, so they are input
 like any other: a value that cannot be read is an InvalidGang naming the key, which fails this one
@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from yuniplace.gang import keys
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import InvalidGang, Problem
+from yuniplace.gang.topology import BadTopology, Domains, read_domains
 
 # The controller writes times as RFC 3339 in UTC; nothing else is accepted.
 TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")
@@ -31,6 +32,7 @@ class Record:
     attempts: int = 0  # Strict (or refused) reservations given back so far
     retry_after: float | None = None  # when the next attempt may begin
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
+    domains: Domains = field(default_factory=Domains)  # the topology domains admission chose, kept through it
 
 
 def _time(notes: Mapping[str, str], key: str, problems: list[Problem]) -> float | None:
@@ -69,6 +71,14 @@ def _attempts(notes: Mapping[str, str], problems: list[Problem]) -> int:
     return 0
 
 
+def _domains(notes: Mapping[str, str], problems: list[Problem]) -> Domains:
+    try:
+        return read_domains(notes.get(keys.TOPOLOGY_DOMAIN))
+    except BadTopology as bad:
+        problems.append(Problem(bad.field, bad.value, bad.expected))
+        return Domains()
+
+
 def read_record(notes: Mapping[str, str]) -> Record:
     """The originator's record; InvalidGang names every key that cannot be read."""
     problems: list[Problem] = []
@@ -79,6 +89,7 @@ def read_record(notes: Mapping[str, str]) -> Record:
         attempts=_attempts(notes, problems),
         retry_after=_time(notes, keys.RETRY_AFTER, problems),
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
+        domains=_domains(notes, problems),
     )
     if problems:
         raise InvalidGang(problems)

@@ -17,7 +17,8 @@ from decimal import Decimal
 from typing import Any
 
 from yuniplace import boundedjson
-from yuniplace.gang import keys
+from yuniplace.gang import keys, topology
+from yuniplace.gang.topology import BadTopology, Topology
 from yuniplace.kube import parse_quantity
 
 INT64_MAX = 2**63 - 1
@@ -88,6 +89,7 @@ class TaskGroup:
     topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    topology: Topology | None = None  # its members' own domains (the task group's yuniplace.io/topology)
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,18 @@ class GangSpec:
     # The annotation that marks each pod of a gang timed out under its dialect's MARK_TIMED_OUT rule
     # (Koordinator's), which keeps the pod from ever being scheduled.
     timed_out_mark: str | None = None
+    # The whole gang's topology domains, as the pod describing it asks them (gang/topology.py); a task
+    # group may ask domains of its own besides.
+    topology: Topology | None = None
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
+
+    @property
+    def topology_required(self) -> bool:
+        """Whether some of its members must share a domain (a required level, the gang's or a group's)."""
+        asks = [self.topology, *(g.topology for g in self.groups)]
+        return any(ask is not None and ask.required for ask in asks)
 
     @property
     def min_members(self) -> int:
@@ -172,6 +183,7 @@ _KNOWN_KEYS = {
         "topologySpreadConstraints",
         "labels",
         "annotations",
+        keys.TOPOLOGY,  # yuniplace's, which YuniKorn ignores
     )
 }
 
@@ -292,10 +304,21 @@ def _task_group(raw: Any, index: int, limits: Limits, problems: list[Problem], w
         ),
         labels=_string_map(group.get("labels"), f"{where}.labels", problems),
         annotations=_string_map(group.get("annotations"), f"{where}.annotations", problems),
+        topology=_topology(group.get(keys.TOPOLOGY), f"{where}.{keys.TOPOLOGY}", problems),
     )
     if not isinstance(group.get("affinity", {}), (dict, type(None))):
         problems.append(Problem(f"{where}.affinity", group["affinity"], "must be an object (a pod affinity spec)"))
     return result if len(problems) == before else None
+
+
+def _topology(value: Any, where: str, problems: list[Problem]) -> Topology | None:
+    if value is None:
+        return None
+    try:
+        return topology.parse(value, where)
+    except BadTopology as bad:
+        problems.append(Problem(bad.field, bad.value, bad.expected))
+        return None
 
 
 def parse_policy(text: str | None, limits: Limits = Limits()) -> Policy:

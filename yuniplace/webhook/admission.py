@@ -24,7 +24,6 @@ from yuniplace.gang.taskgroups import (
     InvalidGang,
     Limits,
     check_member,
-    parse_policy,
 )
 from yuniplace.webhook import identity
 from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
@@ -229,12 +228,14 @@ def problems_of(
     if app.problem is not None:
         return str(app.problem)
     group = p.task_group_name(pod)
+    if app.spec is None and dialect is not None:
+        # A member that does not describe its gang: what it says of itself.
+        problems = dialect.own_problems(pod, limits)
+        if problems:
+            return str(InvalidGang(problems))
     try:
-        if app.spec is not None:
-            if group is not None:
-                check_member(app.spec, group)
-        else:
-            parse_policy(p.annotations_of(pod).get(keys.SCHEDULING_POLICY_PARAMETERS), limits)
+        if app.spec is not None and group is not None:
+            check_member(app.spec, group)
     except InvalidGang as error:
         return str(error)
     if group is not None and (len(group) > 63 or not DNS1123_LABEL.match(group)):

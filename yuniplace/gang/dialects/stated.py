@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from yuniplace.gang import keys
+from yuniplace.gang import keys, topology
 from yuniplace.gang.dialects.base import Pod, PodGroup, PodGroupApi, annotations_of
 from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group
 from yuniplace.gang.taskgroups import (
@@ -28,6 +28,7 @@ from yuniplace.gang.taskgroups import (
     mode_of,
     policy_of,
 )
+from yuniplace.gang.topology import BadTopology
 
 
 @dataclass
@@ -80,7 +81,8 @@ def most_members(limits: Limits) -> int:
 
 def member_problems(pod: Pod, limits: Limits) -> list[Problem]:
     """What yuniplace's own annotations on a member say wrongly (its schedulingPolicyParameters, gang
-    mode and gang group), whichever dialect its gang is written in."""
+    mode, gang group and topology, Kueue's topology annotations with it), whichever dialect its gang
+    is written in."""
     notes: Mapping[str, str] = annotations_of(pod)
     problems: list[Problem] = []
     policy_of(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), limits, problems)
@@ -88,6 +90,10 @@ def member_problems(pod: Pod, limits: Limits) -> list[Problem]:
         mode_of(notes[keys.GANG_MODE], problems)
     if keys.GANG_GROUP in notes:
         gang_group(notes[keys.GANG_GROUP], keys.GANG_GROUP, problems)
+    try:
+        topology.asked(notes)
+    except BadTopology as bad:
+        problems.append(Problem(bad.field, bad.value, bad.expected))
     return problems
 
 
