@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from yuniplace.admission.decision import AdmissionRules, Memory, Reclaim, decide
 from yuniplace.admission.room import RoomView
@@ -15,6 +16,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.fit import Node, Room
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Policy, Style, TaskGroup
+from yuniplace.gang.topology import Domains, Level, Pin, Topology
 from yuniplace.queues.model import QueueConfig, QueueSpec
 
 NOW = 1_800_000_000.0
@@ -26,10 +28,13 @@ def nodes(count: int, cpu: int = 4) -> list[Node]:
     return [Node(f"n{i}", {}, (), {"cpu": cpu * 1000, "pods": 110_000}) for i in range(count)]
 
 
-def gang(members: int, group_with: Sequence[str] = ()) -> GangSpec:
-    """A gang of `members` pods of 1 cpu."""
+def gang(members: int, group_with: Sequence[str] = (), topology: Topology | None = None) -> GangSpec:
+    """A gang of `members` pods of 1 cpu, asking for `topology` domains."""
     return GangSpec(
-        (TaskGroup("workers", members, {"cpu": "1"}),), Policy(60, Style.SOFT), gang_group=tuple(group_with)
+        (TaskGroup("workers", members, {"cpu": "1"}),),
+        Policy(60, Style.SOFT),
+        gang_group=tuple(group_with),
+        topology=topology,
     )
 
 
@@ -42,11 +47,14 @@ def app(
     queue: str = "default",
     held: int = 0,
     group_with: Sequence[str] = (),
+    topology: Topology | None = None,
+    domains: Domains | None = None,
 ) -> App:
-    """An application of `members` pods of 1 cpu; `held` of them take room on nodes."""
+    """An application of `members` pods of 1 cpu; `held` of them take room on nodes; its reservation
+    holds `domains`."""
     return App(
         p.AppKey("team", name),
-        gang(members, group_with),
+        gang(members, group_with, topology),
         state,
         (created, 0, name),
         queue,
@@ -57,6 +65,7 @@ def app(
         queued_since=None,
         held={"cpu": 1000 * held, "pods": 1000 * held} if held else {},
         running=state == AppState.RUNNING,
+        domains=domains or Domains(),
     )
 
 
@@ -195,3 +204,203 @@ def test_a_gang_a_budget_kept_whole_is_spared_and_the_next_is_chosen() -> None:
     spared = Memory(spared=frozenset({key("a-new")}))
     decided = decide(snapshot(nodes(2), apps, takes=takes, pods=pods, config=QUEUES), RULES, spared)
     assert list(decided.reclaims) == [key("a-old")]
+
+
+# -- topology domains -------------------------------------------------------------------------------------
+
+RACK = "example.com/rack"
+BLOCK = "example.com/block"
+IN_A_RACK = Topology((Level(RACK, True),))
+
+
+def racks(*cores: int, per_node: int = 2, blocks: int = 1) -> list[Node]:
+    """Racks of nodes of `per_node` cores each, `cores` free per rack (a rack of 5 with 2 per node:
+    nodes of 2, 2 and 1); racks are dealt into `blocks` blocks in turn."""
+    found = []
+    for index, total in enumerate(cores):
+        labels = {RACK: f"r{index}", BLOCK: f"b{index % blocks}"}
+        for node in range(-(-total // per_node)):
+            cpu = min(per_node, total - node * per_node)
+            found.append(Node(f"r{index}-n{node}", labels, (), {"cpu": cpu * 1000, "pods": 110_000}))
+    return found
+
+
+def domains_of(ticket: object) -> Domains:
+    assert isinstance(ticket, Granted), ticket
+    return ticket.domains
+
+
+def test_a_gang_that_requires_a_rack_is_given_the_tightest_rack_that_holds_it_whole() -> None:
+    seen = snapshot(racks(4, 8, 6, 5), [app("a", 5, created=1, topology=IN_A_RACK)])
+    assert domains_of(decide(seen, RULES).tickets[key("a")]) == Domains((Pin(RACK, ("r3",), True),))
+
+
+def test_a_gang_that_fits_in_no_one_rack_waits_and_says_how_much_the_largest_holds() -> None:
+    seen = snapshot(
+        racks(6, 3, 6),
+        [app("a", 5, created=1, topology=IN_A_RACK), app("b", 5, created=2)],
+        takes={"x0": ("r0-n0", 2), "x2": ("r2-n0", 2)},
+    )
+    decided = decide(seen, RULES)
+    waiting = decided.tickets[key("a")]
+    assert isinstance(waiting, Waiting) and waiting.times_out
+    assert waiting.message.startswith(
+        "waiting for free capacity: a needs 5 × (cpu 1) in one rack (example.com/rack); the largest free rack holds 4; "
+        "first in queue default"
+    )
+    # Spread over racks, the same gang fits; the head claims only the rack that holds most of it.
+    assert domains_of(decided.tickets[key("b")]) == Domains()
+
+
+def test_a_gang_no_rack_could_ever_hold_waits_with_its_timeout_running() -> None:
+    seen = snapshot(racks(4, 4), [app("a", 5, created=1, topology=IN_A_RACK)])
+    waiting = decide(seen, RULES).tickets[key("a")]
+    assert isinstance(waiting, Waiting) and waiting.times_out
+    assert waiting.message == (
+        "no single domain could ever hold the gang: a needs 5 × (cpu 1) in one rack (example.com/rack); "
+        "the largest rack holds 4 when empty"
+    )
+
+
+def test_a_gang_larger_than_the_cluster_that_requires_a_rack_waits_rather_than_be_admitted_unpinned() -> None:
+    waiting = decide(snapshot(racks(4, 4), [app("a", 10, created=1, topology=IN_A_RACK)]), RULES).tickets[key("a")]
+    assert isinstance(waiting, Waiting) and waiting.times_out
+    assert waiting.message == (
+        "the gang needs more than all matching nodes hold (a/workers: 8 of 10 pods of (cpu 1) fit), "
+        "and it requires one topology domain: waiting for nodes to be added"
+    )
+
+
+def test_a_preferred_rack_spreads_over_the_fewest_racks_only_when_no_rack_holds_it() -> None:
+    prefers = Topology((Level(RACK, False),))
+    one = snapshot(racks(4, 3, 6), [app("a", 5, created=1, topology=prefers)])
+    assert domains_of(decide(one, RULES).tickets[key("a")]) == Domains((Pin(RACK, ("r2",), False),))
+    spread = snapshot(racks(4, 2, 3, 1), [app("a", 6, created=1, topology=prefers)])
+    assert domains_of(decide(spread, RULES).tickets[key("a")]) == Domains((Pin(RACK, ("r0", "r2"), False),))
+
+
+def test_a_rack_is_chosen_within_the_block_a_gang_requires() -> None:
+    """Block b0 holds racks r0 (3) and r2 (2); b1 holds r1 (4) and r3 (4). A gang of 5 that requires a
+    block and prefers a rack: b0 holds it only spread, b1 holds it in neither rack alone either, so the
+    tightest block; one of 4 fits whole in a rack of b1."""
+    block_then_rack = Topology((Level(BLOCK, True), Level(RACK, False)))
+    nodes = racks(3, 4, 2, 4, blocks=2)
+    five = decide(snapshot(nodes, [app("a", 5, created=1, topology=block_then_rack)]), RULES)
+    assert domains_of(five.tickets[key("a")]) == Domains((Pin(BLOCK, ("b0",), True), Pin(RACK, ("r0", "r2"), False)))
+    four = decide(snapshot(nodes, [app("a", 4, created=1, topology=block_then_rack)]), RULES)
+    assert domains_of(four.tickets[key("a")]) == Domains((Pin(BLOCK, ("b1",), True), Pin(RACK, ("r1",), False)))
+
+
+def test_a_task_group_may_require_a_rack_of_its_own_within_the_gangs_block() -> None:
+    spec = GangSpec(
+        (
+            TaskGroup("launcher", 1, {"cpu": "2"}),
+            TaskGroup("workers", 3, {"cpu": "1"}, topology=IN_A_RACK),
+        ),
+        Policy(60, Style.SOFT),
+        topology=Topology((Level(BLOCK, True),)),
+    )
+    job = replace(app("a", 4, created=1), spec=spec)
+    decided = decide(snapshot(racks(2, 4, 3, 2, blocks=2), [job]), RULES)
+    assert domains_of(decided.tickets[key("a")]) == Domains(
+        (Pin(BLOCK, ("b0",), True),), (("workers", (Pin(RACK, ("r2",), True),)),)
+    )
+
+
+def test_a_reservation_in_flight_takes_room_in_its_own_rack_only() -> None:
+    """r0 and r1 hold 4 each; `r` reserves 3 in r1 (none placed yet): a gang of 4 gets r0 whole."""
+    reserving = app("r", 3, created=1, state=AppState.RESERVING, domains=Domains((Pin(RACK, ("r1",), True),)))
+    seen = snapshot(racks(4, 4), [reserving, app("a", 4, created=2, topology=IN_A_RACK)], pods={"r": []})
+    assert domains_of(decide(seen, RULES).tickets[key("a")]) == Domains((Pin(RACK, ("r0",), True),))
+    elsewhere = replace(reserving, domains=Domains((Pin(RACK, ("r0",), True),)))
+    seen = snapshot(racks(4, 4), [elsewhere, app("a", 4, created=2, topology=IN_A_RACK)], pods={"r": []})
+    assert domains_of(decide(seen, RULES).tickets[key("a")]) == Domains((Pin(RACK, ("r1",), True),))
+
+
+def test_granted_last_cycle_its_room_is_counted_in_the_rack_its_ticket_chose() -> None:
+    granted = Granted(domains=Domains((Pin(RACK, ("r0",), True),)))
+    memory = Memory(granted=frozenset({key("a")}), tickets={key("a"): granted})
+    seen = snapshot(
+        racks(4, 4), [app("a", 4, created=1, topology=IN_A_RACK), app("b", 4, created=2, topology=IN_A_RACK)]
+    )
+    decided = decide(seen, RULES, memory)
+    assert decided.tickets[key("a")] == granted
+    assert domains_of(decided.tickets[key("b")]) == Domains((Pin(RACK, ("r1",), True),))
+
+
+def test_a_waiting_head_that_requires_a_rack_claims_only_the_rack_closest_to_holding_it() -> None:
+    """Racks of 4 with 3 and 2 free: the head claims the 3 of r0, and a gang of 2 gets r1's."""
+    seen = snapshot(
+        racks(4, 4),
+        [app("head", 4, created=1, topology=IN_A_RACK), app("small", 2, created=2)],
+        takes={"x0": ("r0-n0", 1), "x1": ("r1-n0", 2)},
+    )
+    decided = decide(seen, RULES)
+    assert isinstance(decided.tickets[key("head")], Waiting)
+    assert decided.tickets[key("small")] == Granted()  # backfills the rack the head has no use for
+
+
+LENDING = QueueConfig(
+    {
+        q.path: q
+        for q in (
+            QueueSpec("root"),
+            QueueSpec("root.a"),
+            QueueSpec("root.b", guaranteed={"cpu": 8000}),
+        )
+    }
+)
+
+
+def test_reclaim_for_a_gang_that_requires_a_rack_frees_one_rack_not_gangs_spread_over_racks() -> None:
+    """Queue a borrows all it runs: g1 (oldest) and g3 (newest) in rack r0, g2 in r1 beside an ordinary
+    pod. b's gang of 4 needs one rack: taking back the newest first would take g3, g2 and g1; freeing
+    one rack takes g3 and g1 from r0, and leaves g2 running."""
+    apps = [
+        app("g1", 2, created=1, state=AppState.RUNNING, queue="root.a", held=2),
+        app("g2", 2, created=2, state=AppState.RUNNING, queue="root.a", held=2),
+        app("g3", 2, created=3, state=AppState.RUNNING, queue="root.a", held=2),
+        app("b-job", 4, created=4, queue="root.b", topology=IN_A_RACK),
+    ]
+    takes = {
+        "g1-0": ("r0-n0", 1),
+        "g1-1": ("r0-n0", 1),
+        "g3-0": ("r0-n1", 1),
+        "g3-1": ("r0-n1", 1),
+        "g2-0": ("r1-n0", 1),
+        "g2-1": ("r1-n0", 1),
+        "other": ("r1-n1", 2),
+    }
+    pods = {name: [uid for uid in takes if uid.startswith(name)] for name in ("g1", "g2", "g3")}
+    decided = decide(snapshot(racks(4, 4), apps, takes=takes, pods=pods, config=LENDING), RULES)
+    assert set(decided.reclaims) == {key("g1"), key("g3")}
+    assert {r.within for r in decided.reclaims.values()} == {Pin(RACK, ("r0",), True)}
+    waiting = decided.tickets[key("b-job")]
+    assert isinstance(waiting, Waiting) and "2 gang(s)" in waiting.message
+    # The next cycles claim that rack for it while its gangs leave, and then it is given that rack.
+    going = Memory(reclaiming=decided.reclaims)
+    left = {uid: take for uid, take in takes.items() if uid[:2] not in ("g1", "g3")}
+    rest = [a for a in apps if a.key not in decided.reclaims]
+    after = decide(snapshot(racks(4, 4), rest, takes=left, pods=pods, config=LENDING), RULES, going)
+    assert domains_of(after.tickets[key("b-job")]) == Domains((Pin(RACK, ("r0",), True),))
+
+
+def test_no_victim_is_taken_when_no_one_rack_would_then_hold_the_gang() -> None:
+    """Each rack keeps an ordinary pod of 1: however many gangs went, no rack would hold 4."""
+    apps = [
+        app("g1", 2, created=1, state=AppState.RUNNING, queue="root.a", held=2),
+        app("g2", 2, created=2, state=AppState.RUNNING, queue="root.a", held=2),
+        app("b-job", 4, created=4, queue="root.b", topology=IN_A_RACK),
+    ]
+    takes = {
+        "g1-0": ("r0-n0", 1),
+        "g1-1": ("r0-n0", 1),
+        "g2-0": ("r1-n0", 1),
+        "g2-1": ("r1-n0", 1),
+        "o0": ("r0-n1", 1),
+        "o1": ("r1-n1", 1),
+    }
+    pods = {"g1": ["g1-0", "g1-1"], "g2": ["g2-0", "g2-1"]}
+    decided = decide(snapshot(racks(4, 4), apps, takes=takes, pods=pods, config=LENDING), RULES)
+    assert decided.reclaims == {}
+    assert isinstance(decided.tickets[key("b-job")], Waiting)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from yuniplace.admission.domains import closest, first_required, place, shortfall
 from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
@@ -20,6 +21,7 @@ from yuniplace.gang.fit import Need, Room
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
+from yuniplace.gang.topology import Domains, Pin
 from yuniplace.queues.quota import Holder, Ledger, preempt_within, reclaim
 from yuniplace.runtime.events import Reason
 
@@ -45,26 +47,32 @@ class AdmissionRules:
 @dataclass(frozen=True)
 class Reclaim:
     """A gang whose room is taken back for a queue that lent it: released (placeholders only) or
-    evicted (running). `message` says who takes what from whom, for the victim's event."""
+    evicted (running). `message` says who takes what from whom, for the victim's event; `within`, the
+    one topology domain being freed, where the gang that takes the room back needs one."""
 
     beneficiary: p.AppKey
     message: str
+    within: Pin | None = None
 
 
 def _shown(text: str, limit: int = MAX_SHOWN_QUEUE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _describe(unit: Sequence[App], short: Sequence[int], viewer: str) -> str:
+def _describe(unit: Sequence[App], short: Sequence[int], viewer: str, said: Mapping[p.AppKey, str] = {}) -> str:
     """What of the unit's gangs does not fit, as `viewer`'s namespace may read it: its own
-    applications by name and size, another namespace's only as such."""
+    applications by name and size (or, `said`, why they fit in no domain they require), another
+    namespace's only as such."""
     parts = []
     index = 0
     for app in unit:
         needs = app.needs
         missing = short[index : index + len(needs)]
         index += len(needs)
-        if not any(missing):
+        if app.key in said and app.key.namespace == viewer:
+            parts.append(f"{_shown(app.key.app_id)} {said[app.key]}")
+            continue
+        if not any(missing) and app.key not in said:
             continue
         if app.key.namespace != viewer:
             parts.append(f"{ANOTHER_NAMESPACE} (of the same gang group) does not fit")
@@ -78,6 +86,14 @@ def _describe(unit: Sequence[App], short: Sequence[int], viewer: str) -> str:
                 placed = need.count - lacking
                 parts.append(f"{_shown(app.key.app_id)}/{need.label}: {placed} of {need.count} pods of ({size}) fit")
     return "; ".join(parts)
+
+
+def _needs_of(unit: Sequence[App]) -> list[Need]:
+    return [need for app in unit for need in app.needs]
+
+
+def _asks_domains(app: App) -> bool:
+    return app.spec.topology is not None or any(group.topology is not None for group in app.spec.groups)
 
 
 def _named_for(key: p.AppKey, viewer: str) -> str:
@@ -162,7 +178,13 @@ class Decision:
         self._snapshot = snapshot
         self._rules = rules
         self._queues = queues = snapshot.config
-        self._apps = apps = snapshot.apps
+        # One granted last cycle and not reserving yet takes its room in the domains its ticket chose.
+        self._apps = apps = {
+            key: replace(app, domains=ticket.domains)
+            if key in granted and isinstance(ticket := previous.get(key), Granted) and ticket.domains
+            else app
+            for key, app in snapshot.apps.items()
+        }
         self._now = snapshot.now
         self._granted = granted
         self._previous = previous
@@ -277,6 +299,17 @@ class Decision:
             return
         needs = [need for app in unit for need in app.needs]
         never = self._snapshot.empty.copy().take_all(needs)
+        if any(never) and any(app.spec.topology_required for app in unit):
+            # Admitted anyway, its placeholders would be placed in no one domain: it waits for nodes.
+            self._wait(
+                unit,
+                lambda app: (
+                    f"the gang needs more than all matching nodes hold ({_describe(unit, never, app.key.namespace)}), "
+                    "and it requires one topology domain: waiting for nodes to be added"
+                ),
+                times_out=True,
+            )
+            return
         if any(never):
             self._grant(
                 unit,
@@ -285,10 +318,47 @@ class Decision:
                     "admitting it anyway, so that added nodes can take its placeholders; otherwise it times out"
                 ),
             )
-        elif self._room.reserve(needs):
-            self._grant(unit, lambda _app: Granted())
+            return
+        placed = self._place(self._room, unit)
+        if placed is not None:
+            self._grant(unit, lambda app: Granted(domains=placed[app.key]))
+        elif any(_asks_domains(app) for app in unit) and self._place(self._snapshot.empty.copy(), unit) is None:
+            self._never_in_a_domain(unit)
         elif not self._reclaim_for(unit, needs):
             self._queue(unit, needs)
+
+    @staticmethod
+    def _place(room: Room, unit: Sequence[App]) -> dict[p.AppKey, Domains] | None:
+        """Take the room of every gang of the unit, each in the topology domains it asks (the tightest
+        that hold it), if all fit, else take nothing: the domains chosen for each, or None."""
+        if not any(_asks_domains(app) for app in unit):
+            return dict.fromkeys((app.key for app in unit), Domains()) if room.reserve(_needs_of(unit)) else None
+        trial = room.copy()
+        chosen = {}
+        for app in unit:
+            domains = place(trial, app.spec, app.needs)
+            if domains is None:
+                return None
+            chosen[app.key] = domains
+        room.adopt(trial)
+        return chosen
+
+    def _never_in_a_domain(self, unit: Sequence[App]) -> None:
+        """No domain a gang of the unit requires could hold it, even were every node empty: it waits (a
+        rack may be added), its timeout running, and says so."""
+        empty = self._snapshot.empty
+        said = {
+            app.key: shortfall(empty.copy(), app.spec, app.needs, empty=True)
+            or "fits in no combination of the domains it requires"
+            for app in unit
+            if _asks_domains(app) and place(empty.copy(), app.spec, app.needs) is None
+        }
+        short = [0] * len(_needs_of(unit))
+        self._wait(
+            unit,
+            lambda app: f"no single domain could ever hold the gang: {_describe(unit, short, app.key.namespace, said)}",
+            times_out=True,
+        )
 
     def _grant(self, unit: Sequence[App], ticket: Callable[[App], Granted]) -> None:
         for app in unit:
@@ -324,13 +394,15 @@ class Decision:
     def _reclaim_for(self, unit: Sequence[App], needs: list[Need]) -> bool:
         """A gang of a queue that lent its guarantee takes it back from borrowers, or, in a queue that
         preempts within itself, evicts lower-priority gangs of its own: True when it waits for that
-        (victims chosen now, or earlier and still going)."""
+        (victims chosen now, or earlier and still going). A gang that requires one topology domain
+        frees room in one domain, the one where the fewest gangs must go, and never takes gangs
+        spread over many domains when no one domain would then hold it."""
         if self.ledger is None or len(unit) != 1:
             return False
         app = unit[0]
-        going = [victim for victim, reclaim_ in self._reclaiming.items() if reclaim_.beneficiary == app.key]
+        going = [reclaim_ for reclaim_ in self._reclaiming.values() if reclaim_.beneficiary == app.key]
         if going:
-            self._claim(app, needs, f"room being freed for it: {len(going)} gang(s) going")
+            self._claim(app, needs, f"room being freed for it: {len(going)} gang(s) going", going[0].within)
             return True
         usable = self._room.accepting([need.constraints for need in needs])
         holders = [
@@ -353,15 +425,23 @@ class Decision:
         ]
         if not holders:
             return False
-
-        def fits_without(taken: Sequence[Holder]) -> bool:
-            room = self._room_left([h.key for h in taken if isinstance(h.key, p.AppKey)])
-            return room.reserve(needs)
-
+        found: tuple[Pin | None, bool, list[Holder]] | None = None
+        for domain in self._domains_to_free(app):
+            in_domain = holders
+            if domain is not None:
+                nodes = {node.name for node in self._room.domains(domain.key)[domain.values[0]]}
+                in_domain = [
+                    h for h in holders if isinstance(h.key, p.AppKey) and self._snapshot.nodes_of(h.key) & nodes
+                ]
+            chosen = self._victims(app, in_domain, domain)
+            if chosen is not None and (found is None or len(chosen[1]) < len(found[2])):
+                found = (domain, *chosen)
+        if found is None:
+            return False
+        within, lent, victims = found
         queue = _shown(app.queue)
-        victims = reclaim(self.ledger, app.queue, app.amounts, holders, fits_without)
-        if victims:
-            lent = ", ".join(sorted({v.queue for v in victims}))
+        if lent:
+            lenders = ", ".join(sorted({v.queue for v in victims}))
             self._take_back(
                 app,
                 victims,
@@ -369,14 +449,12 @@ class Decision:
                     f"queue {queue} takes back room it is guaranteed and lent to queue "
                     f"{_shown(victim.queue)}, which holds more than its own guarantee"
                 ),
+                within,
             )
-            self._claim(app, needs, f"taking back room its queue {queue} lent to {lent}: {len(victims)} gang(s)")
+            self._claim(
+                app, needs, f"taking back room its queue {queue} lent to {lenders}: {len(victims)} gang(s)", within
+            )
             return True
-        if not self._queues.queues[app.queue].preempts_within:
-            return False
-        victims = preempt_within(app.queue, app.priority, holders, fits_without)
-        if not victims:
-            return False
         self._take_back(
             app,
             victims,
@@ -384,24 +462,62 @@ class Decision:
                 f"a gang of priority {app.priority} of its own queue {queue}, which preempts within "
                 f"itself, needs its room (this gang's priority is {victim.priority})"
             ),
+            within,
         )
-        self._claim(app, needs, f"evicting {len(victims)} lower-priority gang(s) of its queue {queue}")
+        self._claim(app, needs, f"evicting {len(victims)} lower-priority gang(s) of its queue {queue}", within)
         return True
 
-    def _take_back(self, app: App, victims: Sequence[Holder], why: Callable[[Holder], str]) -> None:
-        """The victims' room is taken back for `app`, each whole; `why` says so in the victim's event."""
+    def _domains_to_free(self, app: App) -> list[Pin | None]:
+        """Where a reclaim may free room for the gang: anywhere (None), or, for a gang whose first level
+        is required, each domain of it that could hold the gang were it empty, tightest first."""
+        level = first_required(app.spec)
+        if level is None:
+            return [None]
+        empty = self._snapshot.empty
+        return [
+            pin
+            for value in sorted(self._room.domains(level.key))
+            if place(empty.copy(), app.spec, app.needs, pin := Pin(level.key, (value,), True)) is not None
+        ]
+
+    def _victims(self, app: App, holders: Sequence[Holder], within: Pin | None) -> tuple[bool, list[Holder]] | None:
+        """The gangs to take back so that `app` fits (in the domain `within` when given): those its queue
+        lent room to (True), else lower-priority gangs of its own queue if it preempts within itself
+        (False); None when no such gangs would make it fit."""
+        assert self.ledger is not None
+        if not holders:
+            return None
+
+        def fits_without(taken: Sequence[Holder]) -> bool:
+            room = self._room_left([h.key for h in taken if isinstance(h.key, p.AppKey)])
+            return place(room, app.spec, app.needs, within) is not None
+
+        victims = reclaim(self.ledger, app.queue, app.amounts, holders, fits_without)
+        if victims:
+            return True, victims
+        if not self._queues.queues[app.queue].preempts_within:
+            return None
+        victims = preempt_within(app.queue, app.priority, holders, fits_without)
+        return (False, victims) if victims else None
+
+    def _take_back(
+        self, app: App, victims: Sequence[Holder], why: Callable[[Holder], str], within: Pin | None = None
+    ) -> None:
+        """The victims' room is taken back for `app`, each whole (in the domain `within`); `why` says so
+        in the victim's event."""
         assert self.ledger is not None
         for victim in victims:
             key = victim.key
             assert isinstance(key, p.AppKey)
             how = "evicting all its pods" if victim.running else "releasing its placeholders"
-            self.reclaims[key] = Reclaim(app.key, f"{why(victim)}: {how}, the whole gang")
+            self.reclaims[key] = Reclaim(app.key, f"{why(victim)}: {how}, the whole gang", within)
             self.ledger.release(victim.queue, victim.amounts, victim.user)
 
-    def _claim(self, app: App, needs: list[Need], why: str) -> None:
-        """The application waits for room being freed for it, and claims it meanwhile."""
+    def _claim(self, app: App, needs: list[Need], why: str, within: Pin | None = None) -> None:
+        """The application waits for room being freed for it, and claims it meanwhile (in the domain
+        `within`, when one is freed for it)."""
         self._heads.setdefault(app.queue, app.key)
-        self._room.take_all(needs)
+        self._room.take_all(needs, None if within is None else self._room.domains(within.key).get(within.values[0], []))
         self.waiting_by_queue[app.queue] += 1
         self._tickets[app.key] = Waiting(f"waiting for free capacity: {why}", times_out=False)
         self._waiting[app.key.namespace] += 1
@@ -415,6 +531,9 @@ class Decision:
         queue = first.queue
         self._behind[queue] += 1
         short = self._room.copy().take_all(needs)
+        said = {
+            app.key: why for app in unit if _asks_domains(app) and (why := shortfall(self._room, app.spec, app.needs))
+        }
         position = self._behind[queue]
         if queue not in self._heads:
             self._heads[queue] = first.key
@@ -426,14 +545,14 @@ class Decision:
                     unit,
                     lambda app: Granted(
                         f"no room for the gang after {claimed_for:.0f}s first in queue {_shown(queue)} "
-                        f"({_describe(unit, short, app.key.namespace)}); creating its placeholders anyway, so that "
-                        "a cluster autoscaler sees pods of the shapes it needs"
+                        f"({_describe(unit, short, app.key.namespace, said)}); creating its placeholders anyway, so "
+                        "that a cluster autoscaler sees pods of the shapes it needs"
                     ),
                 )
                 return
             holds = claimed_for < self._rules.head_claim_s
             if holds:
-                self._room.take_all(needs)  # the head claims what it can use; backfill only gets the rest
+                self._claim_room(unit, needs)  # the head claims what it can use; backfill only gets the rest
                 if first.queued_since is not None:
                     lapse = first.queued_since + self._rules.head_claim_s
                     self.claim_lapses_at = min(lapse, self.claim_lapses_at or lapse)
@@ -445,7 +564,7 @@ class Decision:
                 )
             self._wait(
                 unit,
-                lambda app: f"waiting for free capacity: {_describe(unit, short, app.key.namespace)}; {where}",
+                lambda app: f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}; {where}",
                 times_out=True,
             )
             return
@@ -453,11 +572,20 @@ class Decision:
         self._wait(
             unit,
             lambda app: (
-                f"waiting for free capacity: {_describe(unit, short, app.key.namespace)}; position "
+                f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}; position "
                 f"{position} in queue {_shown(queue)}, behind {_named_for(head, app.key.namespace)}"
             ),
             times_out=False,
         )
+
+    def _claim_room(self, unit: Sequence[App], needs: list[Need]) -> None:
+        """A head claims the room it can use: a gang that requires a domain, the room of the domain
+        that holds most of it (the rest of the cluster is of no use to it)."""
+        if not any(first_required(app.spec) for app in unit):
+            self._room.take_all(needs)
+            return
+        for app in unit:
+            self._room.take_all(app.needs, closest(self._room, app.spec, app.needs))
 
     def _wait(self, unit: Sequence[App], message: Callable[[App], str], *, times_out: bool) -> None:
         """The unit waits, unless a namespace of it has as many applications waiting as it may:

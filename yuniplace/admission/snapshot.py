@@ -21,6 +21,7 @@ from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.gang.topology import Domains, pinned
 from yuniplace.gang.userinfo import UserInfo
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
 from yuniplace.queues.pools import Pool, confine, pool_of
@@ -55,6 +56,9 @@ class App:
     # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
     native: bool = False
     user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
+    # The topology domains its reservation was given (its record's, or the ticket's just granted): its
+    # pods take room there and nowhere else.
+    domains: Domains = field(default_factory=Domains)
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
     needs: tuple[Need, ...] = field(init=False)  # the gang's room, placed as its queue's pool allows
@@ -95,11 +99,12 @@ class App:
         needs = []
         for group in self.spec.groups:
             confined = confine(group, self.pool)
+            affinity = pinned(confined.affinity, self.domains.of(group.name))
             needs.append(
                 Need(
                     count=self._outstanding(group.name, group.min_member) if outstanding else group.min_member,
                     requests=amounts(confined.min_resource),
-                    constraints=Constraints(confined.node_selector, tuple(confined.tolerations), confined.affinity),
+                    constraints=Constraints(confined.node_selector, tuple(confined.tolerations), affinity),
                     label=group.name,
                 )
             )
@@ -282,6 +287,7 @@ class Sources:
             reserving_since=record.reservation_started,
             native=native,
             user=userinfo.of_object(originator) or NOBODY,
+            domains=record.domains if state in IN_FLIGHT else Domains(),
         )
 
     def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from yuniplace.gang.topology import Domains
 from yuniplace.runtime.events import Reason
 
 
 @dataclass(frozen=True)
 class Granted:
-    """Admission lets the application reserve; `warning` says why that may not end well."""
+    """Admission lets the application reserve; `warning` says why that may not end well. `domains`:
+    the topology domains chosen for it, which its placeholders (and members) are kept in."""
 
     warning: str | None = None
+    domains: Domains = field(default_factory=Domains)
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,7 @@ class Room:
         self._open: dict[tuple[tuple[str, int], ...], list[Node]] = {}  # shared by copies, as `_start` is
         self._accepted: dict[str, tuple[list[Node], frozenset[str]]] = {}
         self._accepted_free: dict[str, Amounts] = {}
+        self._domains: dict[str, Mapping[str, Sequence[Node]]] = {}  # by label key, shared by copies
 
     def free_of(self, node: str) -> Mapping[str, int]:
         changed = self._changed.get(node)
@@ -208,11 +209,12 @@ class Room:
             nodes = self._open[shape] = [n for n in self.nodes if _copies(self._start[n.name], wanted) > 0]
         return nodes
 
-    def take(self, need: Need) -> int:
-        """Place up to `need.count` pods, first fit in node order; return how many were placed."""
+    def take(self, need: Need, among: Sequence[Node] | None = None) -> int:
+        """Place up to `need.count` pods, first fit in node order (on the nodes `among` only, when
+        given: one topology domain, say); return how many were placed."""
         wanted = _wanted(need.requests)
         left = need.count
-        for node in self._open_for(wanted):
+        for node in self._open_for(wanted) if among is None else among:
             if left == 0:
                 break
             free = self.free_of(node.name)
@@ -232,17 +234,40 @@ class Room:
         trial = self.copy()
         if any(trial.take_all(needs)):
             return False
-        self._changed = trial._changed
+        self.adopt(trial)
         return True
 
-    def take_all(self, needs: Sequence[Need]) -> list[int]:
-        """Place every need, largest pods first (fewer nodes can hold them); return the shortfall of
-        each need, in the order given."""
+    def adopt(self, trial: Room) -> None:
+        """Take what a copy of this room took (and nothing else happened to this room meanwhile)."""
+        self._changed = trial._changed
+
+    def take_all(self, needs: Sequence[Need], among: Sequence[Node] | None = None) -> list[int]:
+        """Place every need, largest pods first (fewer nodes can hold them), on the nodes `among` only
+        when given; return the shortfall of each need, in the order given."""
         order = sorted(range(len(needs)), key=lambda i: -sum(needs[i].requests.values()))
         short = [0] * len(needs)
         for index in order:
-            short[index] = needs[index].count - self.take(needs[index])
+            short[index] = needs[index].count - self.take(needs[index], among)
         return short
+
+    def copies(self, need: Need, among: Sequence[Node]) -> int:
+        """How many pods of the need's size the nodes `among` hold now (its constraints aside)."""
+        wanted = _wanted(need.requests)
+        return sum(_copies(self.free_of(node.name), wanted) for node in among)
+
+    def domains(self, key: str) -> Mapping[str, Sequence[Node]]:
+        """The nodes by their value of label `key` (nodes without it in none), each in name order;
+        found once per starting room, as the nodes' labels do not change while it lives."""
+        found = self._domains.get(key)
+        if found is None:
+            _make_room_in(self._domains)
+            grouped: dict[str, list[Node]] = {}
+            for node in self.nodes:
+                value = node.labels.get(key)
+                if value is not None:
+                    grouped.setdefault(value, []).append(node)
+            found = self._domains[key] = grouped
+        return found
 
     def _accepting(self, key: str, constraints: Sequence[Constraints]) -> tuple[list[Node], frozenset[str]]:
         accepted = self._accepted.get(key)
