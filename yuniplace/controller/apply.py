@@ -11,17 +11,18 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from yuniplace.controller.plan import Failure, Plan, Settings, Swap
 from yuniplace.controller.podgroups import status_path
-from yuniplace.gang import keys
+from yuniplace.gang import keys, topology
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.base import PodGroupApi
 from yuniplace.gang.dialects.registry import pod_group_api
+from yuniplace.gang.topology import Pin
 from yuniplace.kube import (
     JSON_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -119,6 +120,34 @@ def _prefer_node_ops(pod: Pod, node: str) -> list[dict[str, Any]]:
             "value": term,
         }
     ]
+
+
+def _pin_ops(pod: Pod, pins: Sequence[Pin]) -> list[dict[str, Any]]:
+    """JSON-patch operations narrowing the pod's required node affinity to the pinned topology domains
+    (topology.pinned, written as a patch): while a pod is gated, requirements may be added to its
+    node-selector terms, or terms given where it has none."""
+    base = "/spec/affinity"
+    affinity = pod.get("spec", {}).get("affinity")
+    if not affinity:
+        return [{"op": "add", "path": base, "value": topology.pinned(None, pins)}]
+    node_affinity = affinity.get("nodeAffinity")
+    if not node_affinity:
+        return [{"op": "add", "path": f"{base}/nodeAffinity", "value": topology.pinned(None, pins)["nodeAffinity"]}]
+    required = f"{base}/nodeAffinity/{topology.NODE_AFFINITY_REQUIRED}"
+    terms = (node_affinity.get(topology.NODE_AFFINITY_REQUIRED) or {}).get("nodeSelectorTerms")
+    if not terms:
+        value = topology.pinned(None, pins)["nodeAffinity"][topology.NODE_AFFINITY_REQUIRED]
+        return [{"op": "add", "path": required, "value": value}]
+    ops: list[dict[str, Any]] = []
+    for index, term in enumerate(terms):
+        path = f"{required}/nodeSelectorTerms/{index}/matchExpressions"
+        if term.get("matchExpressions"):
+            ops += [
+                {"op": "add", "path": f"{path}/-", "value": expression} for expression in topology.expressions(pins)
+            ]
+        else:
+            ops.append({"op": "add", "path": path, "value": topology.expressions(pins)})
+    return ops
 
 
 class SwapTracker:
@@ -223,11 +252,17 @@ class Executor:
         if nominate:
             self._each(self._nominate, plan.swaps)
         self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
+        pins = plan.pins
         if nominate:
-            self._each(lambda s: self._ungate(s.member), plan.swaps)
+            self._each(lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())), plan.swaps)
         else:
-            self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
-        self._each(self._ungate, plan.ungate)
+            self._each(
+                lambda s: self._ungate(
+                    s.member, claim=s.placeholder, prefer=s.node, pins=pins.get(p.uid(s.member), ())
+                ),
+                plan.swaps,
+            )
+        self._each(lambda pod: self._ungate(pod, pins=pins.get(p.uid(pod), ())), plan.ungate)
         self._each(self._fail, plan.fail)
         if plan.timed_out_mark is not None:
             mark: dict[str, str | None] = {plan.timed_out_mark: "true"}
@@ -316,11 +351,12 @@ class Executor:
         }
         self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one))
 
-    def _ungate(self, pod: Pod, claim: Pod | None = None, prefer: str | None = None) -> None:
+    def _ungate(self, pod: Pod, claim: Pod | None = None, prefer: str | None = None, pins: Sequence[Pin] = ()) -> None:
         """Remove yuniplace's scheduling gate (and only it). An unnominated swap's member also gets, in
         the same write, the placeholder it takes the place of (as a nomination records it) and a
         preference for its node: while a pod is gated its node affinity may still be extended, and
-        kube-scheduler's NodeAffinity score then steers it to the room just freed for it."""
+        kube-scheduler's NodeAffinity score then steers it to the room just freed for it. A member of a
+        gang that requires a topology domain is kept in it, in the same write, wherever it lands."""
         for _ in range(3):
             gates = pod.get("spec", {}).get("schedulingGates") or []
             index = next((i for i, g in enumerate(gates) if g.get("name") == keys.GATE), None)
@@ -332,8 +368,13 @@ class Executor:
             ]
             if claim is not None:
                 patch += _claim_ops(pod, p.name(claim))
+            steered = pod
+            if pins:
+                patch += _pin_ops(pod, pins)
+                spec = pod.get("spec", {})
+                steered = {**pod, "spec": {**spec, "affinity": topology.pinned(spec.get("affinity"), pins)}}
             if prefer is not None:
-                patch += _prefer_node_ops(pod, prefer)
+                patch += _prefer_node_ops(steered, prefer)
             try:
                 updated = self._client.patch(_pod_path(pod), patch, content_type=JSON_PATCH)
             except NotFound:

@@ -13,6 +13,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.gang.topology import Domains, Pin
 from yuniplace.queues.pools import Pool
 from yuniplace.runtime.events import NORMAL, Reason
 
@@ -92,6 +93,10 @@ class Plan:
         default_factory=list
     )  # its pods, evicted whole (PodDisruptionBudgets permitting) or not at all
     spec: GangSpec | None = None
+    # The topology domains each member it swaps in or releases is kept in (by uid; members of a gang
+    # that requires none are not listed).
+    pins: dict[str, tuple[Pin, ...]] = field(default_factory=dict)
+    placed_in: Domains | None = None  # the topology domains its reservation begins in, for metrics
     pod_group_status: dict[str, Any] | None = None  # a PodGroup's status, when it must change
     current: AppState = AppState.PENDING  # the state it was in
     outcomes: list[Outcome] = field(default_factory=list)

@@ -10,6 +10,7 @@ would have, and continues where it stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 
@@ -37,6 +38,7 @@ from yuniplace.gang.resources import (
 )
 from yuniplace.gang.state import TERMINAL, AppState, allowed
 from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, OnTimeout, Style, check_member
+from yuniplace.gang.topology import Domains, pinned
 from yuniplace.queues.pools import confine
 from yuniplace.runtime.events import NORMAL, Reason
 
@@ -98,6 +100,8 @@ class Planner:
         self.settings = settings
         self.around = around
         self.plan_ = Plan(app.key, app.state, app.originator, spec=app.spec, current=app.state)
+        # The topology domains its reservation holds: its record's, or the ticket's once it starts.
+        self.domains = app.record.domains
 
     @property
     def spec(self) -> GangSpec:
@@ -152,6 +156,12 @@ class Planner:
 
     def _finish(self) -> Plan:
         plan, app = self.plan_, self.app
+        if self.domains and app.spec is not None:
+            for member in [swap.member for swap in plan.swaps] + plan.ungate:
+                group = p.task_group_name(member)
+                pins = self.domains.of_member(group if group is not None and app.spec.group(group) else None)
+                if pins:
+                    plan.pins[p.uid(member)] = pins
         if app.pod_group is not None:
             started = plan.annotate.get(keys.RESERVATION_STARTED)
             plan.pod_group_status = pod_group_status(app, plan.state, started, self.now)
@@ -230,7 +240,17 @@ class Planner:
         plan, originator, rule = self.plan_, self.originator, self.spec.policy.on_timeout
         self._event(originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {summary}")
         plan.outcomes.append(Outcome.TIMED_OUT)
-        if rule == OnTimeout.RETRY:
+        if rule == OnTimeout.SOFT and self.spec.topology_required and not self.domains:
+            # Soft style would let its pods be scheduled one by one, spread over any nodes: a gang that
+            # requires a domain and holds none waits instead, as Kueue keeps such a workload pending.
+            self._retry(
+                Reason.GANG_RESERVATION_RELEASED,
+                f"gang reservation timed out ({summary}); its pods must share a topology domain and none was "
+                "found for them, so rather than schedule them spread out (Soft style), its pods wait, still "
+                "gated, for the next attempt",
+                restart_clock=True,
+            )
+        elif rule == OnTimeout.RETRY:
             self._retry(
                 Reason.GANG_RESERVATION_RELEASED,
                 f"gang reservation timed out ({summary}); as a timed-out PodGroup backs off, its placeholders "
@@ -369,13 +389,15 @@ class Planner:
         placed = 0
         unplaceable: list[tuple[Pod, str]] = []
         for group in spec.groups:
+            confined = confine(group, self.around.pool)
+            confined = dataclasses.replace(confined, affinity=pinned(confined.affinity, self.domains.of(group.name)))
             for index in range(group.min_member):
                 found = existing.get(placeholder_name(app.key.app_id, group.name, index))
                 if found is None:
                     plan.create.append(
                         placeholder_pod(
                             app_id=app.key.app_id,
-                            group=confine(group, self.around.pool),
+                            group=confined,
                             index=index,
                             originator=self.originator,
                             image=self.settings.placeholder_image,
@@ -496,13 +518,17 @@ class Planner:
             plan.annotate[keys.QUEUED_SINCE] = None
         if isinstance(ticket, Granted) and ticket.warning:
             self._event(originator, Reason.GANG_EXCEEDS_CAPACITY, ticket.warning)
+        if isinstance(ticket, Granted) and ticket.domains:
+            self.domains = plan.placed_in = ticket.domains
+            plan.annotate[keys.TOPOLOGY_DOMAIN] = ticket.domains.text()
+        where = f" in {self.domains}" if self.domains else ""
         if record.retry_after is not None:
             if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
                 plan.annotate[keys.RESERVATION_STARTED] = p.format_time(self.now)
             self._event(
                 originator,
                 Reason.CREATING_PLACEHOLDERS,
-                f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again",
+                f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again{where}",
             )
             return True
         plan.annotate[keys.RESERVATION_STARTED] = p.format_time(self.now)
@@ -513,9 +539,15 @@ class Planner:
             f"application {app.key.app_id}: gang of {spec.min_members} ({groups}), "
             f"timeout {spec.policy.timeout_s}s, {_timeout_said(spec)}, {spec.mode.value} mode",
         )
-        self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods")
+        self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods{where}")
         for warning in spec.warnings:
             self._event(originator, Reason.TASK_GROUP_WARNING, warning)
+        if ticket is None and (spec.topology or any(group.topology for group in spec.groups)):
+            self._event(
+                originator,
+                Reason.TASK_GROUP_WARNING,
+                "its topology domains are ignored: admission, which chooses them, is off (--admission=off)",
+            )
         return True
 
     def _wait(self, ticket: Waiting, deadline: float | None) -> None:
@@ -563,6 +595,10 @@ class Planner:
         plan.delete += [ph for ph in self.app.live_placeholders() if ph not in plan.delete]
         plan.annotate[keys.ATTEMPTS] = str(attempts)
         plan.annotate[keys.RETRY_AFTER] = p.format_time(self.now + backoff)
+        if self.domains or keys.TOPOLOGY_DOMAIN in plan.annotate:
+            # The domains were the reservation's: the next attempt is given its own.
+            plan.annotate[keys.TOPOLOGY_DOMAIN] = None
+            self.domains = Domains()
         if restart_clock:
             for key, value in (
                 (keys.RESERVATION_STARTED, record.reservation_started),
