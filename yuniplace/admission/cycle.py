@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclaim, decide
+from yuniplace.admission.domains import DomainRoom, free_by_domain
 from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources, pool_owners
@@ -39,7 +40,7 @@ from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.pools import Pool
 from yuniplace.queues.quota import Ledger
 from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows, user_rows
-from yuniplace.runtime.metrics import Metrics
+from yuniplace.runtime.metrics import MAX_DOMAINS_SHOWN, MAX_LEVELS_SHOWN, Metrics
 from yuniplace.runtime.store import PodStore
 
 log = logging.getLogger(__name__)
@@ -242,6 +243,24 @@ class Admission:
         return [*changed, *(key for key in decided.reclaims if key in reclaiming)]
 
     # -- the report --------------------------------------------------------------------------------
+
+    def domain_room(self) -> list[DomainRoom]:
+        """The free room of each topology domain of the levels the last cycle's gangs ask for (at most
+        MAX_LEVELS_SHOWN levels, by name, and MAX_DOMAINS_SHOWN domains a level)."""
+        with self._lock:
+            snapshot = self._last
+        if snapshot is None:
+            return []
+        levels = sorted(
+            {
+                level.key
+                for app in snapshot.apps.values()
+                for asked in (app.spec.topology, *(group.topology for group in app.spec.groups))
+                if asked is not None
+                for level in asked.levels
+            }
+        )
+        return free_by_domain(snapshot.room, levels[:MAX_LEVELS_SHOWN], most=MAX_DOMAINS_SHOWN)
 
     def report(self) -> QueuesReport | None:
         """Each queue's and pool's holdings as the last cycle counted them; None without a queue

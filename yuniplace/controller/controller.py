@@ -291,6 +291,8 @@ class Controller:
         if Outcome.TIMED_OUT in plan.outcomes:
             assert plan.spec is not None
             self.metrics.timeouts.labels(plan.spec.policy.on_timeout.value).inc()
+        if plan.placed_in is not None:
+            self.metrics.placed_in(plan.placed_in)
         with self._lock:
             if plan.forget:
                 self._states.pop(key, None)
@@ -314,6 +316,7 @@ class Controller:
             if self.admission is not None:
                 self.metrics.admission_waiting.set(self.admission.waiting)
                 self.metrics.report_queues(self.admission.report())
+                self.metrics.report_domains(self.admission.domain_room())
 
     def _work(self, stop: threading.Event) -> None:
         while not stop.is_set():

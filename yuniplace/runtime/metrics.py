@@ -3,6 +3,8 @@ never share counters."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -13,10 +15,16 @@ from prometheus_client import (
 
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import OnTimeout
+from yuniplace.gang.topology import Domains
 from yuniplace.queues.report import QueuesReport
 
 # The *_created series double every counter for a timestamp nobody graphs.
 disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus-client leaves it unannotated
+
+# Domains of one level whose free room is reported: a gang asking for a level of thousands of domains
+# (kubernetes.io/hostname, say) must not flood the metrics.
+MAX_DOMAINS_SHOWN = 256
+MAX_LEVELS_SHOWN = 8
 
 DURATION_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
@@ -107,6 +115,20 @@ class Metrics:
         self.queue_waiting = Gauge(
             "yuniplace_queue_waiting_applications", "Applications waiting for admission.", ["queue"], registry=r
         )
+        self.topology_placed = Counter(
+            "yuniplace_topology_gangs_placed_total",
+            "Gangs whose reservation began in topology domains, by level (a node label key) and placement: "
+            "single (one domain) or spread (a preferred level no one domain held).",
+            ["level", "placement"],
+            registry=r,
+        )
+        self.topology_free = Gauge(
+            "yuniplace_topology_domain_free",
+            "Free room of each topology domain (of the levels gangs ask for, at most "
+            f"{MAX_DOMAINS_SHOWN} domains a level): cpu in cores, memory in bytes, pods as a count.",
+            ["level", "domain", "resource"],
+            registry=r,
+        )
         for state in AppState:
             self.applications.labels(state.value)
         for placement in ("pending", "placed"):
@@ -134,6 +156,19 @@ class Metrics:
             ):
                 for resource, milli in amounts.items():
                     self.queue_amounts[what].labels(row.path, resource).set(milli / 1000)
+
+    def report_domains(self, domains: Iterable[tuple[str, str, Mapping[str, int]]]) -> None:
+        """Set the free room (in milli-units) of each topology domain, given as (level, domain, free);
+        domains no longer asked for disappear."""
+        self.topology_free.clear()
+        for level, domain, free in domains:
+            for resource, milli in free.items():
+                self.topology_free.labels(level, domain, resource).set(milli / 1000)
+
+    def placed_in(self, domains: Domains) -> None:
+        """A gang's reservation began in these topology domains."""
+        for pin in domains.pins():
+            self.topology_placed.labels(pin.key, "single" if len(pin.values) == 1 else "spread").inc()
 
     def observe_api_call(self, verb: str, resource: str, code: str) -> None:
         self.api_requests.labels(verb, resource, code).inc()

@@ -50,6 +50,7 @@ def describe_native(app: Application, originator: p.Pod) -> dict[str, Any]:
         "groups": [],
         "age_s": None,
         "time_left_s": None,
+        "domain": None,
         "note": NATIVE_NOTE,
     }
     if app.spec is None:
@@ -75,6 +76,7 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
         "groups": [],
         "age_s": None,
         "time_left_s": None,
+        "domain": str(record.domains) or None,  # the topology domains its reservation holds
         "note": NOTES.get(app.state, ""),
     }
     if app.spec is None:
@@ -128,6 +130,7 @@ def describe_unserved(pod: p.Pod) -> dict[str, Any]:
         "groups": [],
         "age_s": None,
         "time_left_s": None,
+        "domain": None,
         "note": f"schedulerName {p.scheduler_name(pod)!r}: no scheduler has picked the pod up; "
         "yuniplace works with default-scheduler (see the SchedulerNotRunning event)",
     }
@@ -189,7 +192,7 @@ def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    header = ("NAMESPACE", "APPLICATION", "STATE", "GROUPS (reserved/required)", "AGE", "TIME LEFT", "NOTE")
+    header = ("NAMESPACE", "APPLICATION", "STATE", "GROUPS (reserved/required)", "DOMAIN", "AGE", "TIME LEFT", "NOTE")
     lines = [header]
     for row in rows:
         groups = ", ".join(f"{g['name']} {g['reserved']}/{g['required']}" for g in row["groups"]) or "-"
@@ -201,6 +204,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                 row["application"],
                 row["state"],
                 groups,
+                row.get("domain") or "-",
                 _age(row["age_s"]),
                 "-" if left is None else ("expired" if left <= 0 else _age(left)),
                 note,
@@ -215,7 +219,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "status",
         help="show gang applications: state, groups reserved/required, time left",
         description="List gang applications as the cluster shows them: state, task groups reserved / required, "
-        "age of the reservation and the time left before it times out.",
+        "the topology domain its reservation holds, age of the reservation and the time left before it times out.",
     )
     parser.add_argument("app", nargs="?", metavar="APP", help="one application id")
     parser.add_argument("-n", "--namespace", help="one namespace (default: all)")
