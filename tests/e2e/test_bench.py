@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.e2e.support import Cluster
 
-SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost", "scale"}
+SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost", "scale", "topology"}
 
 
 def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
         [sys.executable, "-m", "yuniplace.bench", "--quick", "--no-yunikorn", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=1500,
         check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
@@ -31,9 +31,20 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     assert results["cost"]["managed"]["managed_pods"] == 100
     scale = results["scale"]["rows"]
     assert [row["nodes"] for row in scale] == [50] and scale[0]["admission_cycles"] > 0
+    topology = results["topology"]
+    assert topology["on"]["one_rack_share_requiring"] == 1.0  # a required rack is kept, whatever the timing
+    assert topology["on"]["samples"] > 0 and topology["off"]["samples"] > 0
     for chart in ("gang-latency.png", "scale.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "results.md").read_text()
-    headings = ("### Targets", "### 1. One gang", "### 2.", "### 3. Contention", "### 4. Cost", "### 5. Scale")
+    headings = (
+        "### Targets",
+        "### 1. One gang",
+        "### 2.",
+        "### 3. Contention",
+        "### 4. Cost",
+        "### 5. Scale",
+        "### 6. Topology",
+    )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown

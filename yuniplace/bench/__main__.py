@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import controlplane, report, scale, scenarios
+from yuniplace.bench import controlplane, report, scale, scenarios, topology
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -29,7 +29,7 @@ from yuniplace.localcluster.build import (
 from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
 
-SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale")
+SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale", "topology")
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,11 @@ class Sizes:
     scale_nodes: tuple[int, ...]
     scale_pods_per_node: int
     scale_gangs: int
+    topology: topology.Shape
 
 
-FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200)
-QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10)
+FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200, topology.FULL)
+QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, topology.QUICK)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -247,6 +248,14 @@ def run_all(
         results.append(
             {"scenario": "scale", "gangs": sizes.scale_gangs, "gang_sizes": list(scale.GANG_SIZES), "rows": rows}
         )
+
+    if "topology" in chosen:
+        shape = sizes.topology
+        progress(
+            f"6. topology: {shape.racks} racks of {shape.nodes_per_rack} nodes, {shape.gangs} gangs of "
+            f"{list(shape.sizes)} at {shape.rate_per_s}/s, each running {shape.hold_s:.0f}s"
+        )
+        results.append(topology.run(binaries, shape, log_dir / "controller-topology.log", controller_args, progress))
     return results
 
 

@@ -266,6 +266,45 @@ def targets_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def topology_table(result: dict[str, Any]) -> str:
+    on, off = result["on"], result["off"]
+
+    def share(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}"
+
+    def latency(figures: dict[str, Any]) -> str:
+        return f"{figures['p50_s']} / {figures['p95_s']}"
+
+    def stranded(run: dict[str, Any]) -> str:
+        return "-" if run["stranded_mean"] is None else f"{run['stranded_mean']:.0%} / {run['stranded_p95']:.0%}"
+
+    rows = [
+        ("Gangs placed in one rack", share(on["one_rack_share"]), share(off["one_rack_share"])),
+        (
+            f"… of the {result['requiring']} that require one (topology on)",
+            share(on["one_rack_share_requiring"]),
+            share(off["one_rack_share_requiring"]),
+        ),
+        ("Start p50 / p95 of those gangs, s", latency(on["latency_requiring"]), latency(off["latency_requiring"])),
+        ("Start p50 / p95 of the other gangs, s", latency(on["latency_others"]), latency(off["latency_others"])),
+        ("Free CPU stranded in partly used racks, mean / p95 of samples", stranded(on), stranded(off)),
+        ("Run, s", str(on["run_s"]), str(off["run_s"])),
+    ]
+    lines = [
+        f"### 6. Topology: {result['racks']} racks of {result['nodes_per_rack']} nodes of {result['node_cpu']} CPUs, "
+        f"{result['gangs']} gangs of {result['sizes']} pods (1 or 2 CPUs) at {result['rate_per_s']}/s, each running "
+        f"{result['hold_s']:.0f}s",
+        "",
+        "| | topology on | topology off (same arrivals) |",
+        "| --- | ---: | ---: |",
+        *(f"| {label} | {a} | {b} |" for label, a, b in rows),
+        "",
+        "Start: from a gang's first pod created to all of its pods bound. Stranded: free CPU in racks that "
+        "are neither empty nor full, as a share of all free CPU, sampled through the run.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
     "control-plane": control_plane_table,
     "gang-size": gang_size_table,
@@ -273,6 +312,7 @@ TABLES = {
     "contention": contention_table,
     "cost": cost_table,
     "scale": scale_table,
+    "topology": topology_table,
 }
 
 
