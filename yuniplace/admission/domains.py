@@ -51,7 +51,7 @@ def _domains(
     return sorted(found, key=lambda domain: (domain[0], domain[1]))
 
 
-def within_levels(
+def _within_levels(
     room: Room,
     levels: Sequence[Level],
     among: Sequence[Node] | None,
@@ -77,7 +77,7 @@ def within_levels(
         if capacity < wanted:
             continue  # not even the largest pods fit: the gang cannot
         trial = room.copy()
-        found = within_levels(trial, finer, nodes, needs, inside)
+        found = _within_levels(trial, finer, nodes, needs, inside)
         if found is None:
             continue
         spread = sum(len(pin.values) - 1 for pin in found[0])
@@ -111,10 +111,10 @@ def _spread(
     for count in range(max(2, first or len(largest) + 1), len(largest) + 1):
         chosen = largest[:count]
         nodes = sorted((node for domain in chosen for node in domain[2]), key=lambda node: node.name)
-        found = within_levels(room, (), nodes, needs, inside)
+        found = _within_levels(room, (), nodes, needs, inside)
         if found is not None:
             return (Pin(level.key, tuple(sorted(domain[1] for domain in chosen)), False),), found[1]
-    return within_levels(room, (), among, needs, inside)
+    return _within_levels(room, (), among, needs, inside)
 
 
 def _fits(needs: Sequence[Need]) -> Inside[tuple[()]]:
@@ -138,7 +138,7 @@ def place(room: Room, spec: GangSpec, needs: Sequence[Need], within: Pin | None 
         chosen = []
         for name, topology, need in own:
             assert topology is not None
-            found = within_levels(trial, topology.levels, among, [need], _fits([need]))
+            found = _within_levels(trial, topology.levels, among, [need], _fits([need]))
             if found is None:
                 return None
             chosen.append((name, found[0]))
@@ -147,7 +147,7 @@ def place(room: Room, spec: GangSpec, needs: Sequence[Need], within: Pin | None 
         return tuple(sorted(chosen))
 
     levels = spec.topology.levels if spec.topology is not None else ()
-    found = within_levels(room, levels, None, needs, inside, within)
+    found = _within_levels(room, levels, None, needs, inside, within)
     return None if found is None else Domains(found[0], found[1])
 
 
