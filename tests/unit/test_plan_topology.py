@@ -17,6 +17,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.state import AppState
 from yuniplace.gang.topology import Domains, Pin, pinned
 from yuniplace.runtime.events import Reason
+from yuniplace.tools.status import describe, table
 
 RACK = "topology.k8s.aws/network-node-layer-3"
 BLOCK = "topology.k8s.aws/network-node-layer-2"
@@ -168,3 +169,12 @@ def test_without_admission_the_topology_is_ignored_with_a_warning() -> None:
     assert plan.state == AppState.RESERVING and keys.TOPOLOGY_DOMAIN not in plan.annotate
     warnings = [e.note for e in plan.events if e.reason == Reason.TASK_GROUP_WARNING]
     assert warnings == ["its topology domains are ignored: admission, which chooses them, is off (--admission=off)"]
+
+
+def test_status_shows_the_domains_a_reservation_holds() -> None:
+    row = describe(Application.of(KEY, reserved_in(IN_RACK_7, f"required={RACK}")), NOW)
+    assert row is not None and row["domain"] == f"{RACK}=rack-7"
+    shown = table([row])
+    assert "DOMAIN" in shown.splitlines()[0] and f"{RACK}=rack-7" in shown
+    pending = describe(Application.of(KEY, [asking(f"required={RACK}"), executor(0)]), NOW)
+    assert pending is not None and pending["domain"] is None
