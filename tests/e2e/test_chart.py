@@ -542,7 +542,8 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
         {
             "webhook.enabled": "false",
             "replicaCount": "1",
-            "memberEvents": "false",
+            "memberEvents": "true",
+            "placeholders": "always",
             "priorityClassName": "system-cluster-critical",
         },
     )
@@ -550,7 +551,8 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
         m["kind"] for m in plain
     }
     args = container_args(plain)
-    assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
+    assert "--member-events" in args and "--placeholders=always" in args
+    assert not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
 
@@ -595,6 +597,7 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
     admitted = render(cluster, "yp", namespace, {"strictBackoffSeconds": "2.5"})
     args = container_args(admitted)
     assert "--admission=capacity" in args and "--strict-backoff=2.5" in args, args
+    assert "--placeholders=when-needed" in args and "--member-events" not in args, args
     [role] = [r for r in objects(admitted, "ClusterRole") if rule_verbs(r) == ADMISSION_RULES]
     [binding] = [b for b in objects(admitted, "ClusterRoleBinding") if b["roleRef"]["name"] == role["metadata"]["name"]]
     assert binding["roleRef"]["kind"] == "ClusterRole"
@@ -617,6 +620,9 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
 
     assert 'admission must be capacity or off, not "sometimes"' in refused_render(
         cluster, namespace, "--set", "admission=sometimes"
+    )
+    assert 'placeholders must be when-needed or always, not "never"' in refused_render(
+        cluster, namespace, "--set", "placeholders=never"
     )
     for wrong in ("0", "-5", "soon"):
         assert "strictBackoffSeconds must be" in refused_render(
