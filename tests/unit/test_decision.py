@@ -12,7 +12,7 @@ from yuniplace.admission.room import RoomView
 from yuniplace.admission.snapshot import App, Peer, Snapshot
 from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import Node, Room
+from yuniplace.gang.fit import Constraints, Node, Room
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Policy, Style, TaskGroup
 from yuniplace.queues.model import QueueConfig, QueueSpec
@@ -72,7 +72,7 @@ def snapshot(
     pods: Mapping[str, Sequence[str]] = {},  # application name -> its pods' uids
     config: QueueConfig = NO_QUEUES,
     peers: Mapping[p.AppKey, Peer] = {},
-    competing: int = 0,
+    competing: Sequence[Constraints] = (),
 ) -> Snapshot:
     used: dict[str, dict[str, int]] = {}
     for node, cores in takes.values():
@@ -81,7 +81,7 @@ def snapshot(
         on["pods"] += 1000
     free = {n.name: n.free(used.get(n.name, {})) for n in cluster}
     view = RoomView(
-        cluster, free, {uid: (node, {"cpu": cores * 1000}) for uid, (node, cores) in takes.items()}, competing
+        cluster, free, {uid: (node, {"cpu": cores * 1000}) for uid, (node, cores) in takes.items()}, tuple(competing)
     )
     return Snapshot(
         now=NOW,
@@ -221,8 +221,14 @@ def test_placeholders_when_members_are_missing_do_not_fit_or_the_rules_say_alway
     always = snapshot(nodes(2), [app("a", 3, created=1, present=3)])
     assert decide(always, AdmissionRules(direct_start=False)).tickets[key("a")] == Granted()
     # An ordinary pod waiting to be scheduled could take a seat before its member is nominated to it.
-    contended = snapshot(nodes(2), [app("a", 3, created=1, present=3)], competing=1)
+    contended = snapshot(nodes(2), [app("a", 3, created=1, present=3)], competing=[Constraints()])
     assert decide(contended, RULES).tickets[key("a")] == Granted()
+    # One that may only go elsewhere (its own pool) takes no seat of it.
+    elsewhere = snapshot(
+        nodes(2), [app("a", 3, created=1, present=3)], competing=[Constraints(node_selector={"pool": "other"})]
+    )
+    ticket = decide(elsewhere, RULES).tickets[key("a")]
+    assert isinstance(ticket, Granted) and len(ticket.seats_of("workers")) == 3
 
 
 def test_a_gang_whose_members_are_being_created_is_decided_once_all_exist_or_they_stop_coming() -> None:

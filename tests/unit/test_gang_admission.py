@@ -291,3 +291,19 @@ def test_a_gang_backing_off_is_decided_once_its_backoff_is_over_though_nothing_e
     assert world.ticket("a") == Undecided()
     now[0] += 31
     assert world.ticket("a") == Granted()
+
+
+def test_a_gang_whose_members_are_being_created_is_decided_once_they_stop_coming() -> None:
+    """A gang of 2 with one pod so far is not decided while more may come; room freed meanwhile (a cycle
+    with nobody waiting) must not lose the time it is to be decided at."""
+    now = [1000.0]
+    world = World(ten_slots(), [gang("a", 2, created=1)], clock=lambda: now[0], direct_start_wait_s=1.0)
+    assert world.ticket("a") == Undecided()
+    world.admission.turn()  # the cycle its reconcile asked for again: still being created
+    now[0] += 0.5
+    world.admission.capacity_changed()
+    assert world.admission.turn() is False  # nobody waits: no cycle
+    now[0] += 0.6
+    assert world.admission.turn() is True
+    assert world.admission.standing(p.AppKey(NS, "a"), pending=True).ticket == Granted()  # placeholders
+    assert p.AppKey(NS, "a") in world.woken

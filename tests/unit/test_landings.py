@@ -68,4 +68,4 @@ def test_an_event_per_member_when_asked() -> None:
     tracked.expect(Swap(member("w-0"), None, "n1", "workers", direct=True), KEY, member("w-0"))
     tracked.observe(member("w-0", node="n1"))
     assert [reason for _, reason, _ in recorder.events] == [Reason.GANG_STARTED, Reason.GANG_STARTED]
-    assert "started on the seat admission chose: bound on its node n1" in recorder.events[0][2]
+    assert "started on the seat admission chose: bound on its seat n1" in recorder.events[0][2]

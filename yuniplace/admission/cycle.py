@@ -183,8 +183,7 @@ class Admission:
         with self._lock:
             idle = not self.waiting and not self._asked and not timed
         if idle:
-            self._next_cycle_at = None  # nobody waits: nothing changes with time
-            return False
+            return False  # nobody waits (a decision due later keeps its time: it cycles then)
         self.decide_now()
         return True
 

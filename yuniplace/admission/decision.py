@@ -330,13 +330,16 @@ class Decision:
         """Where each member of a gang that may start directly goes (its room taken), or None: a gang
         group, a gang with members yet to come, or one that does not fit now reserves with placeholders
         (which also keep its room while it grows). So does a gang while other pods wait to be scheduled:
-        one of them could take a seat in the moment before its member is nominated to it, and the gang
-        would then start in part, where a placeholder that loses the race only waits."""
-        if not self._rules.direct_start or len(unit) != 1 or not unit[0].complete or self._snapshot.room.competing:
+        one that could go to a node of its seats could take the seat in the moment before its member is
+        nominated to it, and the gang would then start in part, where a placeholder that loses the race
+        only waits."""
+        if not self._rules.direct_start or len(unit) != 1 or not unit[0].complete:
             return None
-        seats = self._room.seat(needs)
-        if seats is None:
+        trial = self._room.copy()
+        seats = trial.seat(needs)
+        if seats is None or self._snapshot.room.contended({node for nodes in seats for node in nodes}):
             return None
+        self._room = trial
         return tuple((need.label, tuple(nodes)) for need, nodes in zip(needs, seats, strict=True))
 
     def _grant(self, unit: Sequence[App], ticket: Callable[[App], Granted]) -> None:

@@ -84,7 +84,8 @@ class Landings:
         self._metrics.swaps.labels("landed" if landed else "moved").inc()
         self._metrics.swap_seconds.observe(elapsed)
         if self._settings.member_events:
-            where = f"on its node {node}" if landed else f"on {node} (its node {member.node} was taken)"
+            given = "its seat" if member.direct else "its reserved node"
+            where = f"on {given} {node}" if landed else f"on {node} ({given} {member.node} was taken)"
             what = (
                 "started on the seat admission chose"
                 if member.direct

@@ -74,6 +74,11 @@ class Constraints:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     affinity: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of_pod(cls, spec: Mapping[str, Any]) -> Constraints:
+        """Where a pod may go, as its own spec says."""
+        return cls(spec.get("nodeSelector") or {}, tuple(spec.get("tolerations") or ()), spec.get("affinity") or {})
+
     def accepts(self, node: Node) -> bool:
         return (
             all(node.labels.get(k) == v for k, v in self.node_selector.items())
@@ -157,7 +162,7 @@ def _shape(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(amounts.items()))
 
 
-def _constraints_key(constraints: Iterable[Constraints]) -> str:
+def constraints_key(constraints: Iterable[Constraints]) -> str:
     return json.dumps([dataclasses.asdict(c) for c in constraints], sort_keys=True, default=str)
 
 
@@ -273,11 +278,11 @@ class Room:
 
     def accepting(self, constraints: Sequence[Constraints]) -> frozenset[str]:
         """The names of the nodes any of `constraints` accepts."""
-        return self._accepting(_constraints_key(constraints), constraints)[1]
+        return self._accepting(constraints_key(constraints), constraints)[1]
 
     def free_on(self, constraints: Sequence[Constraints]) -> Amounts:
         """The free room (what is not overcommitted) of the nodes any of `constraints` accepts, summed."""
-        key = _constraints_key(constraints)
+        key = constraints_key(constraints)
         accepted, names = self._accepting(key, constraints)
         start = self._accepted_free.get(key)
         if start is None:
