@@ -104,15 +104,21 @@ def test_a_gang_that_requires_a_rack_lands_wholly_in_the_one_rack_that_holds_it(
 ) -> None:
     """Three racks of 4 CPUs; ordinary pods take 1 CPU in r0 and 1 in r1, so 10 CPUs are free, spread.
     A gang of 4 that requires a rack goes to r2, the only rack that holds it, placeholders and members
-    alike (kube-scheduler alone would spread its pods over the emptiest nodes of every rack)."""
+    alike (kube-scheduler alone would spread its pods over the emptiest nodes of every rack), whether it
+    reserves with placeholders or starts directly on the nodes admission chose."""
     place, nodes = racks(pool, 3)
     fill(cluster, namespace, place, nodes["r0"][0], "busy-0")
     fill(cluster, namespace, place, nodes["r1"][1], "busy-1")
     gang(cluster, namespace, place, "train", 4, annotations=required_rack())
     assert bound_racks(cluster, namespace, "train", 4, nodes) == ["r2"] * 4
     assert recorded(cluster, namespace, "train-0") == f"{RACK}=r2"
-    created = [e["message"] for e in events_for(cluster, namespace, "CreatingPlaceholders")]
-    assert created == [f"creating 4 placeholder pods in {RACK}=r2"], created
+    # Whether it reserved with placeholders or, every member there, started directly: in that rack.
+    started = [
+        e["message"]
+        for reason in ("CreatingPlaceholders", "GangStarting")
+        for e in events_for(cluster, namespace, reason)
+    ]
+    assert len(started) == 1 and f"in {RACK}=r2" in started[0], started
     placed = controller.metrics()
     assert placed[f'yuniplace_topology_gangs_placed_total{{level="{RACK}",placement="single"}}'] == 1
 

@@ -178,3 +178,17 @@ def test_status_shows_the_domains_a_reservation_holds() -> None:
     assert "DOMAIN" in shown.splitlines()[0] and f"{RACK}=rack-7" in shown
     pending = describe(Application.of(KEY, [asking(f"required={RACK}"), executor(0)]), NOW)
     assert pending is not None and pending["domain"] is None
+
+
+def test_a_gang_started_directly_records_its_domain_and_keeps_its_members_in_it() -> None:
+    pods = [asking(f"required={RACK}"), executor(0), executor(1)]
+    seats = Granted(seats=(("driver", ("r7-a",)), ("exec", ("r7-b", "r7-c"))), domains=IN_RACK_7)
+    plan = plan_of(pods, seats)
+    assert plan.state == AppState.RESERVED and not plan.create and plan.placed_in == IN_RACK_7
+    assert plan.annotate[keys.TOPOLOGY_DOMAIN] == IN_RACK_7.text()
+    assert all(swap.direct for swap in plan.swaps) and len(plan.swaps) == 3
+    assert {p.name(s.member): plan.pins[p.uid(s.member)] for s in plan.swaps} == dict.fromkeys(
+        ("driver", "exec-0", "exec-1"), IN_RACK_7.gang
+    )
+    started = next(e for e in plan.events if e.reason == Reason.GANG_STARTING)
+    assert f"admission chose in {RACK}=rack-7, without placeholders" in started.note

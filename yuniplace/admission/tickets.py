@@ -10,11 +10,17 @@ from yuniplace.runtime.events import Reason
 
 @dataclass(frozen=True)
 class Granted:
-    """Admission lets the application reserve; `warning` says why that may not end well. `domains`:
-    the topology domains chosen for it, which its placeholders (and members) are kept in."""
+    """Admission lets the application reserve; `warning` says why that may not end well. With `seats`,
+    every member exists and the whole gang fits now: its members start at once on the nodes given
+    (for each task group, a node per member it needs), with no placeholders. `domains`: the topology
+    domains chosen for it, which its placeholders (and members, seated or not) are kept in."""
 
     warning: str | None = None
+    seats: tuple[tuple[str, tuple[str, ...]], ...] = ()
     domains: Domains = field(default_factory=Domains)
+
+    def seats_of(self, group: str) -> tuple[str, ...]:
+        return next((nodes for name, nodes in self.seats if name == group), ())
 
 
 @dataclass(frozen=True)
