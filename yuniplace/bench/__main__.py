@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import controlplane, report, scale, scenarios
+from yuniplace.bench import campaign, controlplane, report, scale, scenarios
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -30,6 +30,8 @@ from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
 
 SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale")
+# Long runs of their own, only when named: a fault campaign and a soak.
+CAMPAIGNS = ("faults", "soak")
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,30 @@ FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1
 QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10)
 
 
+def _duration(text: str) -> float:
+    """30m, 90s, 1h or a number of seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
+    try:
+        seconds = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30m, 90s or 1h") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration greater than 0")
+    return seconds
+
+
+def _interval(text: str) -> tuple[float, float]:
+    low, sep, high = text.partition("-")
+    try:
+        bounds = (float(low), float(high if sep else low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MIN-MAX seconds, such as 20-40") from None
+    if not 0 < bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN must be above 0 and at most MAX")
+    return bounds
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="scripts/bench",
@@ -69,7 +95,31 @@ def parser() -> argparse.ArgumentParser:
         help=f"Kubernetes minor version of the clusters (default: {DEFAULT_KUBERNETES})",
     )
     root.add_argument(
-        "--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)"
+        "--scenario",
+        action="append",
+        choices=SCENARIOS + CAMPAIGNS,
+        help=f"run only these (repeatable; default: all but {' and '.join(CAMPAIGNS)}, which run only when named)",
+    )
+    long_runs = root.add_argument_group("the fault campaign and the soak")
+    long_runs.add_argument(
+        "--duration",
+        type=_duration,
+        default=campaign.DEFAULT_DURATION_S,
+        metavar="TIME",
+        help="how long gangs arrive (and faults come), e.g. 30m, 8m, 90s (default: 30m)",
+    )
+    long_runs.add_argument(
+        "--seed",
+        type=int,
+        default=campaign.DEFAULT_SEED,
+        help=f"seed of the gangs and the faults: the same seed replays them (default: {campaign.DEFAULT_SEED})",
+    )
+    long_runs.add_argument(
+        "--fault-interval",
+        type=_interval,
+        default=(20.0, 40.0),
+        metavar="MIN-MAX",
+        help="seconds between faults, drawn from this range (default: 20-40)",
     )
     root.add_argument(
         "--cold-build",
@@ -116,6 +166,7 @@ def run_all(
     yunikorn: bool,
     controller_args: Sequence[str] = (),
     kubernetes: str = DEFAULT_KUBERNETES,
+    campaigns: Sequence[campaign.Campaign] = (),
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
@@ -247,6 +298,9 @@ def run_all(
         results.append(
             {"scenario": "scale", "gangs": sizes.scale_gangs, "gang_sizes": list(scale.GANG_SIZES), "rows": rows}
         )
+
+    for long_run in campaigns:
+        results.append(campaign.run(long_run, out_dir, progress))
     return results
 
 
@@ -254,6 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     sizes = QUICK if args.quick else FULL
     chosen = args.scenario or list(SCENARIOS)
+    campaigns = [
+        campaign.Campaign(
+            duration_s=args.duration,
+            seed=args.seed,
+            faults=name == "faults",
+            interval_s=args.fault_interval,
+            kubernetes=args.kubernetes,
+            controller_args=tuple(args.controller_arg),
+        )
+        for name in CAMPAIGNS
+        if name in chosen
+    ]
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("bench-results") / stamp
     environment = {
@@ -264,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "controller_args": args.controller_arg,
         "versions": pinned_versions(module_dir(), args.kubernetes),
+        **({"seed": args.seed} if any(name in chosen for name in CAMPAIGNS) else {}),
     }
     try:
         results = run_all(
@@ -274,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.yunikorn if args.yunikorn is not None else not args.quick,
             args.controller_arg,
             args.kubernetes,
+            campaigns,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)

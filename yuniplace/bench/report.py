@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
+from yuniplace.bench.campaignreport import faults_table, soak_chart, soak_table
+
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
     ("build_warm_s", "Warm build (Go caches kept, binaries relinked), s"),
@@ -273,6 +275,8 @@ TABLES = {
     "contention": contention_table,
     "cost": cost_table,
     "scale": scale_table,
+    "faults": faults_table,
+    "soak": soak_table,
 }
 
 
@@ -294,6 +298,8 @@ def write(out_dir: Path, results: list[dict[str, Any]], environment: dict[str, A
         if result["scenario"] == "scale":
             scale_chart(result, out_dir / "scale.png")
             sections.append("![controller memory and admission time against nodes](scale.png)\n")
+        if result["scenario"] == "soak" and result["samples"]:
+            soak_chart(result, out_dir / "soak.png")
     markdown = out_dir / "results.md"
     markdown.write_text("\n".join(sections))
     return markdown
