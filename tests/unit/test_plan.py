@@ -763,6 +763,34 @@ def test_a_deleting_originator_is_no_originator() -> None:
     assert plan.state == AppState.PENDING
 
 
+def worker(name: str, **overrides: Any) -> Pod:
+    """A pod of a Job gang: every pod carries the task groups, so any may be the originator."""
+    fields: dict[str, Any] = {"task_groups": GROUPS, "group": "exec"}
+    return make_pod(name, **fields | overrides)
+
+
+def test_a_started_gang_whose_originator_went_is_carried_on_without_reserving_again() -> None:
+    """The pod with the record is gone (its Job deleted, say); the next pod with the task groups has no
+    record of its own. Its gang started: no second reservation beside the members in their seats, and a
+    member still held (the Job's replacement of a pod that went) starts as a late member."""
+    gone = worker("w-0", state=AppState.RUNNING, started=NOW - 60, gated=False, node="n0", deleting=True)
+    running = worker("w-1", gated=False, phase="Running", node="n1", created=NOW - 59)
+    replacement = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, running, replacement])
+    assert plan.originator is not None and p.name(plan.originator) == "w-1"
+    assert plan.state == AppState.RUNNING and plan.annotate == {keys.STATE: "Running"}
+    assert plan.create == [] and "TaskGroupMatch" not in reasons(plan)
+    assert names(plan.ungate) == ["w-2"]
+
+
+def test_a_gang_whose_pods_all_came_back_is_reserved_again() -> None:
+    """A Job whose every pod was evicted comes back with new pods, none started: a reservation anew."""
+    pods = [worker(f"w-{i}", created=NOW - 5) for i in range(2)] + [driver(created=NOW - 4)]
+    plan = plan_of(pods)
+    assert plan.state == AppState.RESERVING and len(plan.create) == 3
+    assert "TaskGroupMatch" in reasons(plan)
+
+
 # -- no originator --------------------------------------------------------------------------------
 
 

@@ -139,7 +139,9 @@ class Planner:
             self._give_back(self.around.reclaimed)
         else:
             members = self._members_by_group()
-            if app.state in (AppState.PENDING, AppState.RESERVING):
+            if self._started_without_record():
+                self._carry_on(members)
+            elif app.state in (AppState.PENDING, AppState.RESERVING):
                 self._reserve(members)
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
                 if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
@@ -350,6 +352,20 @@ class Planner:
         if deadline is not None:
             self.plan_.requeue_after_s = max(0.0, deadline - self.now)
         return Group.WAITING
+
+    def _started_without_record(self) -> bool:
+        """The pod that carried the application's record went away (deleted, evicted, its Job cleaned
+        up) while the gang it reserved for had started: another pod with the task groups is the
+        originator now, with no record of its own. Its gang is past its reservation, and reserving
+        again would put placeholders beside the members in their seats."""
+        app = self.app
+        return not app.record.kept and any(p.node_name(m) or p.is_terminal(m) for m in app.members)
+
+    def _carry_on(self, members: dict[str, list[Pod]]) -> None:
+        """Take up a started gang whose record went with its originator: it runs, and its members still
+        held (a Job's replacement of a pod that went) start as late members do."""
+        self.plan_.state = AppState.RUNNING
+        self._swap(members)
 
     # -- reserving ------------------------------------------------------------------------------------
 

@@ -31,6 +31,9 @@ class Record:
     attempts: int = 0  # Strict (or refused) reservations given back so far
     retry_after: float | None = None  # when the next attempt may begin
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
+    # Whether the originator carries a state at all: a pod of the application that took over from an
+    # originator gone (deleted, evicted) carries none, whatever became of the gang.
+    kept: bool = False
 
 
 def _time(notes: Mapping[str, str], key: str, problems: list[Problem]) -> float | None:
@@ -79,6 +82,7 @@ def read_record(notes: Mapping[str, str]) -> Record:
         attempts=_attempts(notes, problems),
         retry_after=_time(notes, keys.RETRY_AFTER, problems),
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
+        kept=keys.STATE in notes,
     )
     if problems:
         raise InvalidGang(problems)
