@@ -148,6 +148,18 @@ def test_a_new_incarnation_has_its_own_timeout() -> None:
     assert inv.outlived_placeholders(observed(old, new, placeholder, now=T0 + 230, gangs={APP: job})) == []
 
 
+def test_a_reservation_begun_again_while_released_members_live_keeps_the_first_end() -> None:
+    """The gang fell back and its record went with its originator; another pod began a second
+    reservation while a member it released still waited: its placeholders outlive the application."""
+    fell_back = originator(states=[(T0, "Reserving"), (T0 + 60, "Resuming")], deleting_at=T0 + 70, gone_at=T0 + 70)
+    released = trace("app-1", gated_since=T0, ungated_at=T0 + 60)
+    again = trace("app-2", first_seen=T0 + 5, reservation_started=T0 + 80, states=[(T0 + 80, "Reserving")])
+    placeholder = trace("tg-app-workers-0", first_seen=T0 + 80, bound_at=T0 + 81)
+    job = Gang(APP, "Soft", 60.0, {"workers": 2})
+    found = inv.outlived_placeholders(observed(fell_back, released, again, placeholder, now=T0 + 100, gangs={APP: job}))
+    assert names(found, inv.PLACEHOLDER_OUTLIVED) == [("tg-app-workers-0",)]
+
+
 # -- 3 ---------------------------------------------------------------------------------------------------
 
 

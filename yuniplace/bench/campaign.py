@@ -14,6 +14,7 @@ import random
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,8 +90,10 @@ class Checker:
         self.found: dict[tuple[str, str, tuple[str, ...]], invariants.Violation] = {}
         self.checks = 0
         # Checks come every CHECK_EVERY_S; a much longer gap means the campaign itself stood still (a
-        # machine not quiet), which delays everything it drives, and its figures then mean little.
+        # machine not quiet, whose processes were paused), which delays everything it drives: the time
+        # it stood still is added to the grace, so what a pause delayed is not taken for a defect.
         self.stalls: list[dict[str, float]] = []
+        self.stalled_s = 0.0
         self._last = time.monotonic()
 
     def observed(self) -> invariants.Observed:
@@ -101,7 +104,7 @@ class Checker:
             disturbed=self._stream.disturbed(),
             deleted_by_campaign=self._stream.deleted(),
             now=time.time(),
-            grace_s=self._grace_s,
+            grace_s=self._grace_s + self.stalled_s,
             default_timeout_s=DEFAULT_TIMEOUT_S,
         )
 
@@ -109,6 +112,7 @@ class Checker:
         now = time.monotonic()
         if now - self._last > CHECK_EVERY_S + STALL_S:
             self.stalls.append({"at_s": round(time.time() - self.started, 1), "gap_s": round(now - self._last, 1)})
+            self.stalled_s += now - self._last - CHECK_EVERY_S
             self._report(f"WARNING: the campaign stood still for {now - self._last:.0f}s: is the machine quiet?")
         self._last = now
         try:
@@ -127,10 +131,32 @@ class Checker:
                 )
 
     def write_traces(self, path: Path) -> None:
-        """Everything observed of each application with a violation, to see what happened."""
-        apps = {v.app for v in self.found.values()}
-        traces = [dataclasses.asdict(t) for t in self._observer.snapshot().values() if t.app in apps]
-        path.write_text(json.dumps(sorted(traces, key=lambda t: (t["app"], t["first_seen"])), indent=1))
+        """Everything observed of every pod, to see what happened to an application."""
+        traces = [dataclasses.asdict(t) for t in self._observer.snapshot().values()]
+        path.write_text(json.dumps(sorted(traces, key=lambda t: (t["app"], t["first_seen"]))))
+
+    def live(self) -> list[dict[str, Any]]:
+        """The gangs not ended and cleaned up: where each stands, for a gang left unfinished."""
+        rows = []
+        for plan in self._stream.live():
+            traces = self._observer.of_app(plan.key)
+            members = [t for t in traces if not t.placeholder]
+            states = [state for m in members for _, state in m.states]
+            rows.append(
+                {
+                    "app": plan.key,
+                    "kind": plan.kind,
+                    "style": plan.style,
+                    "fits": plan.fits,
+                    "created_s": round(plan.created_at - self.started, 1),
+                    "outcome": plan.outcome,
+                    "states": states,
+                    "phases": dict(Counter(m.phase for m in members if m.gone_at is None)),
+                    "gated": sum(1 for m in members if m.unheld_at is None and m.gated_since is not None),
+                    "placeholders": sum(1 for t in traces if t.placeholder and t.ended_at is None),
+                }
+            )
+        return rows
 
     def violations(self) -> list[dict[str, Any]]:
         return [
@@ -319,6 +345,7 @@ def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dic
             "duration_s": campaign.duration_s,
             "nodes": campaign.nodes,
             "grace_s": campaign.grace_s,
+            "stalled_s": round(checker.stalled_s, 1),
             "ran_s": round(time.monotonic() - started, 1),
             "gangs": sum(outcomes.values()),
             "outcomes": dict(sorted(outcomes.items())),
@@ -330,6 +357,7 @@ def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dic
                 for at, name, code in deployment.restarts
             ],
             "leftovers": counts,
+            "live_after_drain": checker.live(),
             "samples": sampler.samples,
             **sampler.slopes(),
         }

@@ -28,7 +28,11 @@ def _stalls(result: dict[str, Any]) -> list[str]:
     if not stalls:
         return []
     gaps = ", ".join(f"{s['gap_s']:.0f} s at +{s['at_s']:.0f} s" for s in stalls)
-    return [f"**The campaign itself stood still** ({gaps}): the machine was not quiet; run it again.", ""]
+    return [
+        f"**The campaign itself stood still** ({gaps}): the machine was not quiet. The time it stood still was "
+        "added to the grace; run it again on a quiet machine.",
+        "",
+    ]
 
 
 def _outcomes(result: dict[str, Any]) -> list[str]:
@@ -42,7 +46,7 @@ def _violations(result: dict[str, Any]) -> list[str]:
     by_invariant = {name: sum(1 for v in violations if v["invariant"] == name) for name in INVARIANTS}
     lines = [
         f"Invariants checked {result['checks']} times, the last when the last gangs had ended (grace "
-        f"{result['grace_s']:.0f} s): {len(violations)} violation(s).",
+        f"{result['grace_s'] + result.get('stalled_s', 0):.0f} s): {len(violations)} violation(s).",
         "",
         "| invariant | violations |",
         "| --- | ---: |",

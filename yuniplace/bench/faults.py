@@ -1,5 +1,6 @@
-"""The faults of a campaign: every 20-40 s (seeded) one of them, drawn from one seeded generator, so a
-run with the same seed injects the same faults in the same order with the same parameters.
+"""The faults of a campaign: every 20-40 s one of them, each kind once per round in an order drawn anew
+each round, all from one seeded generator, so a run with the same seed injects the same faults in the
+same order with the same parameters.
 
 The leader controller SIGKILLed (its Deployment starts it again); etcd, kube-apiserver, kube-scheduler
 or kube-controller-manager stopped and started again, the others left alone; the webhook unreachable
@@ -12,7 +13,7 @@ import enum
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -87,9 +88,18 @@ class FaultInjector:
         self.faults: list[Fault] = []
         self._recoveries: list[threading.Thread] = []
 
+    def _kinds(self) -> Iterator[Kind]:
+        """Every kind once per round, in an order drawn anew each round: a short campaign still meets
+        each of them, and no kind waits long for its turn."""
+        while True:
+            kinds = list(Kind)
+            self._rng.shuffle(kinds)
+            yield from kinds
+
     def run(self, stop: threading.Event) -> None:
+        kinds = self._kinds()
         while not stop.wait(self._rng.uniform(*self._interval_s)):
-            kind = self._rng.choice(list(Kind))
+            kind = next(kinds)
             at = time.time()
             detail, down_s = self._inject(kind)
             fault = Fault(kind.value, at, detail, round(down_s, 1))

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from yuniplace.runtime.events import Reason
+from yuniplace.runtime.events import FAILURE_REASONS, Reason
 
 # The invariants, by the name a report gives them.
 PARTIAL_GANG = "gang below minMember"
@@ -40,8 +40,6 @@ FELL_BACK = "Resuming"
 NODE_DISRUPTIONS = frozenset({"DeletionByPodGC", "DeletionByTaintManager"})
 EVICTED = "EvictionByEvictionAPI"
 GANG_PREEMPTED = Reason.GANG_PREEMPTED.value
-# A pod failed with one of yuniplace's reasons as its status reason was failed by the controller.
-FAILURE_REASONS = frozenset(reason.value for reason in Reason)
 
 
 @dataclass
@@ -127,7 +125,9 @@ class Violation:
 @dataclass(frozen=True)
 class Incarnation:
     """One reservation story of an application, told by one originator's record: a Job whose pods were
-    all evicted comes back with new pods, a new originator and a new story."""
+    all evicted comes back with new pods, a new originator and a new story. A story begun while pods
+    the last one let through live on is no new story but the last one told again (a timeout reset): it
+    keeps the last one's clock and end."""
 
     originator: PodTrace | None
     started: float | None  # its reservation began (the first value its record showed)
@@ -148,7 +148,7 @@ def incarnations(pods: Iterable[PodTrace]) -> list[Incarnation]:
         key=lambda t: (t.reservation_started or t.first_seen, t.first_seen),
     )
     placeholders = [t for t in traces if t.placeholder]
-    stories = []
+    stories: list[Incarnation] = []
     for index, originator in enumerate(originators):
         started = originator.reservation_started
         following = originators[index + 1].reservation_started if index + 1 < len(originators) else None
@@ -161,8 +161,23 @@ def incarnations(pods: Iterable[PodTrace]) -> list[Incarnation]:
         ]
         placed = min((ph.bound_at for ph in own if ph.bound_at is not None), default=None)
         ended = [t for t in (_first_state(originator, ENDED_STATES), originator.ended_at) if t is not None]
-        stories.append(Incarnation(originator, started, placed or started, min(ended, default=None)))
+        story = Incarnation(originator, started, placed or started, min(ended, default=None))
+        if stories and started is not None and _let_through_before(traces, started):
+            last = stories[-1]
+            story = Incarnation(originator, started, last.anchor, last.ended or story.ended)
+        stories.append(story)
     return stories or [Incarnation(None, None, None, None)]
+
+
+def _let_through_before(traces: Iterable[PodTrace], moment: float) -> bool:
+    """Whether a member released (or started) before `moment` still lived at it."""
+    return any(
+        not t.placeholder
+        and t.first_seen < moment - 1.0
+        and any(at is not None and at < moment for at in (t.ungated_at, t.bound_at))
+        and (t.ended_at is None or t.ended_at > moment)
+        for t in traces
+    )
 
 
 def incarnation_of(stories: Sequence[Incarnation], first_seen: float) -> Incarnation:
