@@ -769,7 +769,7 @@ def worker(name: str, **overrides: Any) -> Pod:
     return make_pod(name, **fields | overrides)
 
 
-def test_a_started_gang_whose_originator_went_is_carried_on_without_reserving_again() -> None:
+def test_a_started_gang_whose_originator_went_runs_on_without_reserving_again() -> None:
     """The pod with the record is gone (its Job deleted, say); the next pod with the task groups has no
     record of its own. Its gang started: no second reservation beside the members in their seats, and a
     member still held (the Job's replacement of a pod that went) starts as a late member."""
@@ -781,6 +781,29 @@ def test_a_started_gang_whose_originator_went_is_carried_on_without_reserving_ag
     assert plan.state == AppState.RUNNING and plan.annotate == {keys.STATE: "Running"}
     assert plan.create == [] and "TaskGroupMatch" not in reasons(plan)
     assert names(plan.ungate) == ["w-2"]
+
+
+def test_a_fallen_back_gang_whose_originator_went_stays_fallen_back() -> None:
+    """Its Job deleted, its pods go one by one: the next has no record, its fellows were released without
+    starting (no room: they fell back). No second reservation, no second timeout."""
+    gone = worker("w-0", state=AppState.RESUMING, started=NOW - 200, gated=False, deleting=True)
+    released = worker("w-1", gated=False, created=NOW - 199)
+    held = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, released, held])
+    assert p.name(plan.originator or {}) == "w-1"
+    assert plan.state == AppState.RESUMING and plan.create == [] and reasons(plan) == []
+    assert names(plan.ungate) == ["w-2"]
+
+
+def test_a_failed_gang_whose_originator_went_fails_its_new_pods_too() -> None:
+    gone = worker("w-0", state=AppState.FAILED, started=NOW - 200, gated=False, phase="Failed", deleting=True)
+    failed = worker("w-1", gated=False, phase="Failed", created=NOW - 199)
+    failed["status"]["reason"] = "ResourceReservationTimeout"
+    replacement = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, failed, replacement])
+    assert p.name(plan.originator or {}) == "w-1"  # the oldest pod with the task groups, failed itself
+    assert plan.state == AppState.FAILED and plan.create == []
+    assert [(p.name(f.pod), f.reason) for f in plan.fail] == [("w-2", "ApplicationFailed")]
 
 
 def test_a_gang_whose_pods_all_came_back_is_reserved_again() -> None:

@@ -158,6 +158,12 @@ def phase(pod: Mapping[str, Any]) -> str:
     return str(pod.get("status", {}).get("phase") or "Pending")
 
 
+def status_reason(pod: Mapping[str, Any]) -> str | None:
+    """Why the pod is in its phase, as whoever set it says (yuniplace, for a pod it failed)."""
+    reason = pod.get("status", {}).get("reason")
+    return str(reason) if reason else None
+
+
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return phase(pod) in TERMINAL_PHASES
 
