@@ -1075,6 +1075,34 @@ def test_a_reclaimed_gang_is_evicted_once_and_its_event_counts_its_pods() -> Non
     assert (gone.events, gone.evict) == ([], [])
 
 
+def test_a_gang_reclaimed_while_its_members_swap_in_is_evicted_whole_not_given_back() -> None:
+    """Its placeholders were deleted and its members released (each names the placeholder whose place it
+    took) when the reclaim came; none is bound yet. Giving the reservation back would leave them to
+    bind without it and, after the backoff, reserve a second time beside them: it goes whole instead."""
+    pods = [
+        driver(
+            state=AppState.RESERVED,
+            started=NOW - 5,
+            first_allocated=NOW - 4,
+            gated=False,
+            swap_placeholder=ph_name("driver", 0),
+        ),
+        executor(0, gated=False, swap_placeholder=ph_name("exec", 0)),
+        executor(1, gated=False, swap_placeholder=ph_name("exec", 1)),
+    ]
+    app = Application.of(KEY, pods, limits=Limits())
+    assert app.started()
+    plan = Planner(app, NOW, Settings(), Surroundings(reclaimed="queue root.a takes back room")).plan()
+    assert plan.state == AppState.RESERVED and keys.RETRY_AFTER not in plan.annotate
+    assert names(plan.evict) == ["driver", "exec-0", "exec-1"]
+    assert [e.note for e in plan.events] == ["queue root.a takes back room: evicting its 3 pods"]
+
+
+def test_a_gang_holding_only_placeholders_has_not_started() -> None:
+    pods = [driver(state=AppState.RESERVED, started=NOW - 5), executor(0), executor(1), *all_placeholders(bound=True)]
+    assert not Application.of(KEY, pods, limits=Limits()).started()
+
+
 def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists() -> None:
     """Coscheduling (and Koordinator, and a PodGroup) turn a gang's pods away while fewer than its minimum
     exist: with all 3 placeholders placed and 2 of 3 members created, none starts; the third's arrival

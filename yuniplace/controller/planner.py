@@ -580,7 +580,7 @@ class Planner:
         one that only holds placeholders gives them back and queues again."""
         app = self.app
         members = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
-        if not any(p.node_name(m) for m in members):
+        if not app.started():
             if any(p.is_deleting(m) and p.node_name(m) for m in app.members):
                 return  # evicted already: its pods are on their way out
             self._retry(Reason.GANG_PREEMPTED, f"{why}: giving its reservation back")

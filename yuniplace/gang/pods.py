@@ -193,6 +193,17 @@ def is_concerned(
     return identity.describes_gang or identity.group is not None or is_gated(pod)
 
 
+def is_seated(pod: Mapping[str, Any]) -> bool:
+    """A live member with its room: bound, or released by a swap (it names the placeholder whose place
+    it took) and on its way."""
+    return (
+        not is_gated(pod)
+        and not is_terminal(pod)
+        and not is_deleting(pod)
+        and (bool(node_name(pod)) or keys.SWAP_PLACEHOLDER in annotations_of(pod))
+    )
+
+
 def is_in_flight(pod: Mapping[str, Any]) -> bool:
     """A member released by a nominated swap and not bound yet: its node's room is promised to it."""
     return (

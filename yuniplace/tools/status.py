@@ -14,7 +14,6 @@ from typing import Any
 from yuniplace.cliargs import configmap_argument
 from yuniplace.controller.observe import bound_members, observed_state
 from yuniplace.controller.podgroups import served_native_version
-from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
@@ -85,14 +84,7 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     for group in app.spec.groups:
         placed = sum(1 for ph in app.placeholders if p.task_group_name(ph) == group.name and p.node_name(ph))
         # Members with their room: swapped in, or scheduled normally (one larger than its placeholders).
-        members = sum(
-            1
-            for m in app.members
-            if p.task_group_name(m) == group.name
-            and not p.is_gated(m)
-            and not p.is_terminal(m)
-            and (p.node_name(m) or keys.SWAP_PLACEHOLDER in p.annotations_of(m))
-        )
+        members = sum(1 for m in app.members if p.task_group_name(m) == group.name and p.is_seated(m))
         row["groups"].append(
             {"name": group.name, "reserved": min(group.min_member, placed + members), "required": group.min_member}
         )
