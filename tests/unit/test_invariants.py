@@ -84,6 +84,13 @@ def test_a_gang_that_starts_one_member_of_two_runs_partly() -> None:
     assert "workers: 1 of 2 started" in found[0].detail
 
 
+def test_a_gang_evicted_whole_before_its_last_member_started_did_not_run_partly() -> None:
+    p0, m0 = swapped("app-0", "tg-app-workers-0", T0 + 8)
+    evicted = dataclasses.replace(m0, disruption=inv.EVICTED, deleting_at=T0 + 9, gone_at=T0 + 9)
+    held = trace("app-1", gated_since=T0, deleting_at=T0 + 9, gone_at=T0 + 9)
+    assert inv.partial_gangs(observed(p0, evicted, held)) == []
+
+
 def test_a_partial_start_is_judged_only_after_the_timeout_and_grace() -> None:
     p0, m0 = swapped("app-0", "tg-app-workers-0", T0 + 8)
     assert inv.partial_gangs(observed(p0, m0, now=T0 + 8 + GANG.timeout_s + GRACE - 1)) == []

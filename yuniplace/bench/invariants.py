@@ -215,8 +215,9 @@ def _originator_gone(traces: Sequence[PodTrace], gang: Gang) -> float | None:
 
 def partial_gangs(observed: Observed) -> list[Violation]:
     """A gang whose first member started must have minMember members of every group started by its
-    timeout plus the grace: else it ran partly. A gang that fell back under Soft may; one the campaign
-    took apart is not judged."""
+    timeout plus the grace, unless every member that started had ended by then (evicted whole, say):
+    else it ran partly. A gang that fell back under Soft may; one the campaign took apart is not
+    judged."""
     found = []
     for app, traces in by_app(observed).items():
         gang = observed.gangs.get(app)
@@ -228,6 +229,8 @@ def partial_gangs(observed: Observed) -> list[Violation]:
             continue
         due = min(started) + gang.timeout_s + observed.grace_s
         if observed.now < due:
+            continue
+        if all((m.ended_at or observed.now) < due for m in members if m.bound_at is not None):
             continue
         short = {
             group: sum(1 for m in members if m.group == group and m.bound_at is not None and m.bound_at <= due)

@@ -307,7 +307,7 @@ class GangStream:
                     )
 
     def _finish(self, plan: GangPlan, members: list[PodTrace]) -> None:
-        """End a gang as its program would: every member succeeds."""
+        """End a gang as its program would: every running member succeeds."""
         for member in members:
             if member.terminal_at is None and member.gone_at is None and member.deleting_at is None:
                 with contextlib.suppress(NotFound):
@@ -329,12 +329,13 @@ class GangStream:
         if plan.outcome is None and plan.delete_after_s is not None and now >= plan.created_at + plan.delete_after_s:
             plan.outcome, plan.ended_at = Outcome.DELETED, now
             self._delete(plan)
-        if plan.outcome is None and plan.lifetime_s is not None and not plan.finished:
+        if plan.outcome is None and plan.lifetime_s is not None:
             running = [m for m in live if m.phase == "Running"]
             if plan.all_running_at is None and len(running) >= plan.members:
                 plan.all_running_at = now
+            # Once its time is up, whatever of it runs ends: pods a Job made again after an eviction too.
             if plan.all_running_at is not None and now >= plan.all_running_at + plan.lifetime_s:
-                self._finish(plan, live)
+                self._finish(plan, running)
         # A gang whose driver a fault deleted is left until the controller has released its executors
         # (after its default timeout), so that release is observed too.
         linger = self._default_timeout_s if plan.outcome == Outcome.LOST_ORIGINATOR else 0.0
