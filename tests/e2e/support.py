@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -424,6 +425,35 @@ def is_failed(pod: Pod) -> bool:
 def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded") -> None:
     """End a pod as its program would: kwok only completes Job pods on its own."""
     cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"phase": phase}})
+
+
+START_PATHS = {"direct": (), "placeholders": ("--placeholders=always",)}
+"""The controller's arguments for each way a gang may start: directly on the nodes admission chose
+(the default), or through placeholders first (YuniKorn's way)."""
+
+
+def assert_started_whole(start: str, recorder: NamespaceRecorder, pods: list[Pod], group: str) -> None:
+    """The gang's pods ran where their start path put them: on their seats, no placeholder ever made;
+    or on nodes their group's placeholders held, one placeholder per pod."""
+    if start == "direct":
+        assert not recorder.placeholder_uids, sorted(recorder.placeholder_uids)
+        seats = [(pod["metadata"].get("annotations") or {}).get(keys.SEAT) for pod in pods]
+        assert seats == [pod["spec"]["nodeName"] for pod in pods], "a member ran off its seat"
+    else:
+        assert len(recorder.placeholder_uids) == len(pods), sorted(recorder.placeholder_uids)
+        reserved = recorder.group_nodes(group)
+        assert all(pod["spec"]["nodeName"] in reserved for pod in pods), "a member ran off the reserved nodes"
+
+
+def members_landed(events: list[dict[str, Any]], reason: str = "PlaceholderSwapped") -> int:
+    """How many members the task groups' landing events (one per task group, or per batch of it) say
+    were bound."""
+    counts = (
+        re.match(r"task group \S+: (\d+) member\(s\) bound", e.get("message") or e.get("note") or "") for e in events
+    )
+    return sum(
+        int(found[1]) for event, found in zip(events, counts, strict=True) if found and event["reason"] == reason
+    )
 
 
 def placeholders(cluster: Cluster, namespace: str) -> list[Pod]:

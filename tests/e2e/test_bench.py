@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.e2e.support import Cluster
 
-SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost", "scale"}
+SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost", "decode", "scale"}
 
 
 def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path) -> None:
@@ -29,11 +29,20 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     assert all(row["baseline_s"] > 0 and row["yuniplace_s"] > 0 for row in results["gang-size"]["rows"])
     assert results["contention"]["stuck"] == 0 and results["contention"]["swapped"] > 0
     assert results["cost"]["managed"]["managed_pods"] == 100
+    assert results["decode"]["events"] > 0 and results["decode"]["typed_trim_us"] > 0
     scale = results["scale"]["rows"]
     assert [row["nodes"] for row in scale] == [50] and scale[0]["admission_cycles"] > 0
     for chart in ("gang-latency.png", "scale.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "results.md").read_text()
-    headings = ("### Targets", "### 1. One gang", "### 2.", "### 3. Contention", "### 4. Cost", "### 5. Scale")
+    headings = (
+        "### Targets",
+        "### 1. One gang",
+        "### 2.",
+        "### 3. Contention",
+        "### 4. Cost",
+        "### 4c. Decoding",
+        "### 5. Scale",
+    )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown

@@ -419,6 +419,7 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         "--max-members-per-group=1000",
         "--max-members-per-app=5000",
         "--admission=capacity",
+        "--placeholders=when-needed",
         "--strict-backoff=10",
         "--head-claim=300",
         "--max-placeholders-per-namespace=5000",
@@ -542,7 +543,8 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
         {
             "webhook.enabled": "false",
             "replicaCount": "1",
-            "memberEvents": "false",
+            "memberEvents": "true",
+            "placeholders": "always",
             "priorityClassName": "system-cluster-critical",
         },
     )
@@ -550,7 +552,8 @@ def test_optional_parts_render_only_when_enabled(cluster: Cluster, namespace: st
         m["kind"] for m in plain
     }
     args = container_args(plain)
-    assert "--no-member-events" in args and not any(a.startswith(("--webhook", "--tls")) for a in args)
+    assert "--member-events" in args and "--placeholders=always" in args
+    assert not any(a.startswith(("--webhook", "--tls")) for a in args)
     assert one(plain, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
 
@@ -595,6 +598,7 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
     admitted = render(cluster, "yp", namespace, {"strictBackoffSeconds": "2.5"})
     args = container_args(admitted)
     assert "--admission=capacity" in args and "--strict-backoff=2.5" in args, args
+    assert "--placeholders=when-needed" in args and "--member-events" not in args, args
     [role] = [r for r in objects(admitted, "ClusterRole") if rule_verbs(r) == ADMISSION_RULES]
     [binding] = [b for b in objects(admitted, "ClusterRoleBinding") if b["roleRef"]["name"] == role["metadata"]["name"]]
     assert binding["roleRef"]["kind"] == "ClusterRole"
@@ -617,6 +621,9 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
 
     assert 'admission must be capacity or off, not "sometimes"' in refused_render(
         cluster, namespace, "--set", "admission=sometimes"
+    )
+    assert 'placeholders must be when-needed or always, not "never"' in refused_render(
+        cluster, namespace, "--set", "placeholders=never"
     )
     for wrong in ("0", "-5", "soon"):
         assert "strictBackoffSeconds must be" in refused_render(
@@ -1078,7 +1085,11 @@ def test_controller_needs_no_more_than_the_chart_grants(
         assert volcano_status["phase"] == "Running", volcano_status
         holder = cluster.client.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
         assert holder["spec"]["holderIdentity"] == "chart-controller"
-        assert events_for(cluster, namespace, "GangReservationComplete"), "no event was posted"
+        # Started directly (admission on) or through placeholders (off): either way, its events are posted.
+        started = events_for(cluster, namespace, "GangStarting") + events_for(
+            cluster, namespace, "GangReservationComplete"
+        )
+        assert started, "no event was posted"
     except AssertionError as error:
         raise AssertionError(f"{error}\ncontroller log:\n{process.log()}") from None
     finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,8 +39,10 @@ LONG = "placeholderTimeoutInSeconds=120"
 
 
 class Jobs:
-    """Watches a namespace's pods: which applications hold placeholders at once, when each first
-    reserved, and, playing each job, finishes an application's pods once all of them run."""
+    """Watches a namespace's pods: which applications hold room at once (placeholders, or members
+    started directly on their seats, until their job is done), when each first reserved (its first
+    placeholder, or its first member given a seat), and, playing each job, finishes an application's
+    pods once all of them run."""
 
     def __init__(self, cluster: Cluster, namespace: str, sizes: dict[str, int]) -> None:
         self._cluster = cluster
@@ -51,7 +53,8 @@ class Jobs:
         self.placed: dict[str, set[str]] = defaultdict(set)
         self.most_apps_holding_at_once = 0
         self.standoff: dict[str, int] | None = None  # placed placeholders by app while all held some, none complete
-        self.first_placeholder: dict[str, float] = {}
+        self.first_reserved: dict[str, float] = {}
+        self.seated: dict[str, set[str]] = defaultdict(set)  # members started directly, until their job is done
         self.running: dict[str, set[str]] = defaultdict(set)
         self.succeeded: dict[str, set[str]] = defaultdict(set)
         self.done_at: dict[str, float] = {}
@@ -75,9 +78,8 @@ class Jobs:
                 (self.placed[app].discard if gone or not pod["spec"].get("nodeName") else self.placed[app].add)(
                     meta["name"]
                 )
-                self.first_placeholder.setdefault(app, time.monotonic())
-                holding = [a for a, names in self.live_placeholders.items() if names]
-                self.most_apps_holding_at_once = max(self.most_apps_holding_at_once, len(holding))
+                self.first_reserved.setdefault(app, time.monotonic())
+                self._count_holding()
                 partial = {a: len(self.placed[a]) for a in self.sizes if 0 < len(self.placed[a]) < self.sizes[a]}
                 if len(partial) > 1 and sum(partial.values()) > sum((self.standoff or {}).values()):
                     self.standoff = partial  # the fullest split seen
@@ -86,6 +88,12 @@ class Jobs:
             if app not in self.sizes:
                 return
             phase = pod.get("status", {}).get("phase")
+            if keys.SEAT in (meta.get("annotations") or {}) and phase not in ("Succeeded", "Failed"):
+                self.first_reserved.setdefault(app, time.monotonic())
+                (self.seated[app].discard if kind == "DELETED" else self.seated[app].add)(meta["name"])
+                self._count_holding()
+            elif phase in ("Succeeded", "Failed"):
+                self.seated[app].discard(meta["name"])
             if phase == "Running" and kind != "DELETED":
                 self.running[app].add(meta["name"])
             if phase == "Succeeded":
@@ -97,6 +105,11 @@ class Jobs:
                 self.succeeded[app].add("finishing")
         for name in finished:
             finish(self._cluster, self._namespace, name)
+
+    def _count_holding(self) -> None:
+        holding = {a for a, names in self.live_placeholders.items() if names}
+        holding |= {a for a, names in self.seated.items() if names}
+        self.most_apps_holding_at_once = max(self.most_apps_holding_at_once, len(holding))
 
     def release(self, *apps: str) -> None:
         """Let held jobs finish (at once for those whose pods all run)."""
@@ -184,10 +197,23 @@ def test_without_admission_three_gangs_split_ten_slots_and_time_out(
         assert process.stop() == 0, process.log()
 
 
+@pytest.fixture(params=["direct start", "placeholders always"])
+def started(
+    request: pytest.FixtureRequest, cluster: Cluster, namespace: str, tmp_path: Path
+) -> Iterator[ControllerProcess]:
+    """A controller starting gangs either way: directly where they fit (the default), or always with
+    placeholders first. No gang may hold up another on either path."""
+    args = ["--placeholders=always"] if request.param == "placeholders always" else []
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *args)
+    process.start()
+    yield process
+    assert process.stop() == 0, process.log()
+
+
 def test_with_admission_three_gangs_on_ten_slots_all_complete(
     cluster: Cluster,
     namespace: str,
-    controller: ControllerProcess,
+    started: ControllerProcess,
     ten_slots: Placement,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -201,7 +227,7 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
         jobs.release(*SIZES)
         wait_until(jobs.all_done, 120)
         makespan = max(jobs.done_at.values()) - started
-        assert jobs.most_apps_holding_at_once <= 2, "three gangs held placeholders at once on room for two"
+        assert jobs.most_apps_holding_at_once <= 2, "three gangs held room at once on room for two"
     assert not events_for(cluster, namespace, "PlaceholderTimeOut")
     waiting = events_for(cluster, namespace, "GangWaiting")
     assert "waiting for free capacity" in waiting[0]["message"] and "queue" in waiting[0]["message"], waiting
@@ -215,7 +241,7 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
 def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
     cluster: Cluster,
     namespace: str,
-    controller: ControllerProcess,
+    started: ControllerProcess,
     pool: Callable[..., Placement],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -247,18 +273,18 @@ def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
             next_small()
         freed = time.monotonic()  # the jobs running when the big one arrived are finishing
         wait_until(lambda: "big" in jobs.done_at, 90)
-        big_started = jobs.first_placeholder["big"] - arrived
-        after_freed = jobs.first_placeholder["big"] - freed
+        big_started = jobs.first_reserved["big"] - arrived
+        after_freed = jobs.first_reserved["big"] - freed
         for _ in range(4):
             next_small()
         wait_until(jobs.all_done, 120)
         later = {
-            app: jobs.first_placeholder[app]
+            app: jobs.first_reserved[app]
             for app in sizes
             if app.startswith("small-") and app not in ("small-0", "small-1")
         }
-        assert all(t > jobs.first_placeholder["big"] for t in later.values()), (
-            f"a small job that arrived after the big one reserved first: {later} vs {jobs.first_placeholder['big']}"
+        assert all(t > jobs.first_reserved["big"] for t in later.values()), (
+            f"a small job that arrived after the big one reserved first: {later} vs {jobs.first_reserved['big']}"
         )
     waiting = [e["message"] for e in events_for(cluster, namespace, "GangWaiting")]
     assert any("position" in note for note in waiting), waiting

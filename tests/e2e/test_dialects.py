@@ -13,10 +13,12 @@ import pytest
 import yaml
 
 from tests.e2e.support import (
+    START_PATHS,
     Cluster,
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    assert_started_whole,
     events_for,
     finish,
     is_running,
@@ -83,6 +85,7 @@ def as_submitted(job: dict[str, Any], place: Placement) -> dict[str, Any]:
     ],
     ids=["coscheduling", "koordinator", "koordinator-empty-groups", "podgroup", "volcano"],
 )
+@pytest.mark.parametrize("start", START_PATHS)
 def test_dialect_example_runs_through_the_gang_flow(
     cluster: Cluster,
     namespace: str,
@@ -92,8 +95,11 @@ def test_dialect_example_runs_through_the_gang_flow(
     tmp_path: Path,
     example: str,
     annotations: dict[str, str],
+    start: str,
 ) -> None:
-    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    """Whole, the example's Job starts directly on the nodes admission chose (by default), or through
+    its placeholders (--placeholders=always): every member on its seat, or on a reserved node."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *START_PATHS[start])
     process.start()
     try:
         place = pool(4, cpu="4", memory="16Gi")
@@ -115,11 +121,9 @@ def test_dialect_example_runs_through_the_gang_flow(
             return status.get("succeeded", 0) == completions
 
         wait_until(complete, 90)
-        assert len(recorder.placeholder_uids) == completions, sorted(recorder.placeholder_uids)
-        reserved = recorder.group_nodes(MEMBER_GROUP)
         pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")["items"]
         assert len(pods) == completions
-        assert all(pod["spec"]["nodeName"] in reserved for pod in pods), "a member ran off the reserved nodes"
+        assert_started_whole(start, recorder, pods, MEMBER_GROUP)
         wait_until(lambda: not placeholders(cluster, namespace), 30)
         rows = status.collect(cluster.client, namespace, name)
         assert [(r["application"], r["groups"][0]["name"], r["groups"][0]["required"]) for r in rows] == [
@@ -167,7 +171,7 @@ def test_volcano_tasks_of_different_sizes_each_take_their_own_placeholders(
     whose task has no minimum: the placeholders are sized per task, each member lands on a node its
     own task's placeholder held, the evaluator starts with the gang, and the PodGroup's status follows
     to Completed."""
-    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path)
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, "--placeholders=always")
     process.start()
     try:
         # Room for one worker per node: a worker placed where another's room was reserved could not fit.

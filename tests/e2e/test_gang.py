@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.support import (
+    START_PATHS,
     Cluster,
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    assert_started_whole,
     events_for,
     finish,
     gang_pod,
@@ -20,9 +22,11 @@ from tests.e2e.support import (
     is_failed,
     is_running,
     is_unschedulable,
+    members_landed,
     placeholders,
 )
 from yuniplace.gang import keys
+from yuniplace.gang import pods as p
 from yuniplace.localcluster import wait_until
 
 # CI runs these on every supported Kubernetes version, not only the default.
@@ -115,10 +119,8 @@ def test_spark_application_gang(
             and any(f'verb="{verb}"' in key for verb in ("post", "patch", "delete"))
         )
 
-    # Every member's PlaceholderSwapped event is posted (asynchronously) before counting.
-    wait_until(
-        lambda: controller.metrics().get('yuniplace_events_total{reason="PlaceholderSwapped",type="Normal"}') == 9, 30
-    )
+    # The task groups' PlaceholderSwapped events, saying all 9 landed, are posted (asynchronously) before counting.
+    wait_until(lambda: members_landed(events_for(cluster, namespace, "PlaceholderSwapped")) == 9, 30)
     pod_writes = writes("pods") + writes("pods/status")
     record_property("pod_writes_per_member", round(pod_writes / 9, 2))
     print(
@@ -171,11 +173,15 @@ spec:
 """
 
 
+@pytest.mark.parametrize("start", START_PATHS)
 def test_yunikorn_documentation_batch_job(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, recorder: NamespaceRecorder, tmp_path: Path
+    cluster: Cluster, namespace: str, recorder: NamespaceRecorder, tmp_path: Path, start: str
 ) -> None:
     """YuniKorn's gang-scheduling example, with `schedulerName: yunikorn` changed to the default
-    scheduler (and the gate the admission webhook adds written in)."""
+    scheduler (and the gate the admission webhook adds written in): both pods exist and fit, so they
+    start directly, or (placeholders always) as YuniKorn starts them."""
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *START_PATHS[start])
+    process.start()
     manifest = tmp_path / "job.yaml"
     manifest.write_text(YUNIKORN_BATCH_JOB)
     cluster.kubectl("apply", "-n", namespace, "-f", str(manifest))
@@ -186,15 +192,16 @@ def test_yunikorn_documentation_batch_job(
             c["type"] == "Complete" and c["status"] == "True" for c in job.get("status", {}).get("conditions", [])
         )
 
-    wait_until(complete, 90)
-    assert len(recorder.placeholder_uids) == 2
-    pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=batch-sleep-job-9")[
-        "items"
-    ]
-    assert len(pods) == 2
-    nodes = recorder.group_nodes("task-group-example")
-    assert all(pod["spec"]["nodeName"] in nodes for pod in pods)
-    wait_no_placeholders(cluster, namespace)
+    try:
+        wait_until(complete, 90)
+        pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector="job-name=batch-sleep-job-9")[
+            "items"
+        ]
+        assert len(pods) == 2
+        assert_started_whole(start, recorder, pods, "task-group-example")
+        wait_no_placeholders(cluster, namespace)
+    finally:
+        assert process.stop() == 0, process.log()
 
 
 @pytest.mark.parametrize("style", ["Soft", "Hard"])
@@ -274,13 +281,17 @@ def test_deleting_the_originator_while_reserving_removes_every_placeholder(
     wait_no_placeholders(cluster, namespace, 30)
 
 
+@pytest.mark.parametrize("start", START_PATHS)
 def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
     cluster: Cluster,
     namespace: str,
-    controller: ControllerProcess,
     recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
+    tmp_path: Path,
+    start: str,
 ) -> None:
+    process = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, *START_PATHS[start])
+    process.start()
     place = pool(2)
     groups = [place.group("workers", 2, cpu="1", memory="1Gi")]
     names = [f"w-{i}" for i in range(5)]
@@ -293,10 +304,11 @@ def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
         )
     for name in names:
         cluster.wait_pod(namespace, name, is_running)
-    swapped = [n for n in names if keys.SWAP_PLACEHOLDER in (recorder.latest[n]["metadata"].get("annotations") or {})]
-    assert len(swapped) == 2, "exactly minMember members take a placeholder's place"
-    assert len(recorder.placeholder_uids) == 2
+    handed = [n for n in names if p.is_handed_off(recorder.latest[n])]
+    assert len(handed) == 2, "exactly minMember members are handed room: a placeholder's, or a seat"
+    assert len(recorder.placeholder_uids) == (2 if start == "placeholders" else 0)
     wait_no_placeholders(cluster, namespace)
+    assert process.stop() == 0, process.log()
 
 
 def test_member_larger_than_its_placeholder_reports_a_mismatch_and_still_runs(

@@ -134,7 +134,8 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
     """Queue root.shared may hold 8 CPUs; yuniplace runs as its chart installs it (RBAC, webhook). A
     native pod group of 4 × 1 CPU, whose pods also carry YuniKorn's annotations, starts whole through
     kube-scheduler's gang plugin, never gated nor placeheld; a YuniKorn gang of 4 × 1 CPU in the same
-    queue is gated by the webhook, reserved by placeholders and swapped in. A third gang of 2 then waits for the queue's max,
+    queue is gated by the webhook and started by yuniplace (directly, on the seats admission gave it:
+    all its pods exist and fit). A third gang of 2 then waits for the queue's max,
     which the native gang counts against although the cluster has 8 CPUs free, and starts once the
     native gang is gone."""
     cluster, namespace = native_cluster, native_namespace
@@ -181,14 +182,18 @@ def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once
         native_placeholders = recorder.placeholders_of(workloadapi.app_id(served(cluster), "trainer"))
         native_placeholders.update(recorder.placeholders_of("trainer"))
         spark_placeholders = recorder.placeholders_of("spark")
+        spark_seats = {
+            name: (recorder.latest[name]["metadata"].get("annotations") or {}).get(keys.SEAT) for name in spark
+        }
+        spark_nodes = {name: recorder.latest[name]["spec"].get("nodeName") for name in spark}
     assert not gated, f"native pods were gated: {gated}"
     assert all(gates == [keys.GATE] for gates in spark_gates.values()), spark_gates  # once, by the webhook
     assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
-    # One placeholder a member of the YuniKorn gang, each created once.
-    assert sorted(len(uids) for uids in spark_placeholders.values()) == [1, 1, 1, 1], spark_placeholders
+    # The YuniKorn gang started on its seats, with no placeholder.
+    assert not spark_placeholders and spark_seats == spark_nodes, (spark_placeholders, spark_seats, spark_nodes)
     figure = (
         f"Kubernetes {kubernetes_version()}: native gang of 4 started whole by kube-scheduler (never gated, no "
-        f"placeholder); YuniKorn gang of 4 through 4 placeholders, each created once; the late gang waited: {note}"
+        f"placeholder); YuniKorn gang of 4 started by yuniplace on its 4 seats; the late gang waited: {note}"
     )
     record_property("figure", figure)
     print(f"\n{figure}")

@@ -159,7 +159,8 @@ def test_placeholders_refused_by_a_quota_release_their_room_at_once(
     # The gang's pods exist before the controller starts: placeholders created as the first pod
     # appears would otherwise take the quota from the pods that follow it.
     refused = gang_job(cluster, a, place, "refused", 4, policy=f"placeholderTimeoutInSeconds=40 {HARD}")
-    cluster_wide("--strict-backoff=2")
+    # (Started directly, the gang would need no placeholders, and the quota leaves room for its pods.)
+    cluster_wide("--strict-backoff=2", "--placeholders=always")
     events = wait_until(lambda: events_for(cluster, a, "PlaceholdersRefused"), 30)
     assert "exceeded quota: team-quota" in events[0]["message"], events
     created = time.monotonic()

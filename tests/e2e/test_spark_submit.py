@@ -32,6 +32,7 @@ from tests.e2e.support import (
     free_port,
     is_ready,
     is_running,
+    members_landed,
     placeholders,
 )
 from yuniplace.gang import keys
@@ -241,9 +242,7 @@ def run_gang(
         ) from None
 
     members = 1 + len(executors)
-    wait_until(
-        lambda: sum(e["reason"] == "PlaceholderSwapped" for e in yuniplace_events(cluster, namespace)) == members, 30
-    )
+    wait_until(lambda: members_landed(yuniplace_events(cluster, namespace)) == members, 30)
     events = yuniplace_events(cluster, namespace)
     show(f"\n{len(events)} yuniplace events in {namespace}:")
     for event in events:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ from tests.kind.support import (
 from yuniplace.gang import keys
 from yuniplace.kube import ApiError
 
-SWAPPED_ON_RESERVED_NODE = "bound on its reserved node"
+LANDED = re.compile(r"task group \S+: (\d+) member\(s\) bound in [0-9.]+s, (\d+) on their reserved nodes")
 
 
 @pytest.fixture
@@ -42,21 +43,27 @@ def namespace(installed: Kind, request: pytest.FixtureRequest) -> Iterator[str]:
     installed.delete_namespace(name)
 
 
-def swapped_on_reserved_node(kind: Kind, namespace: str, pod: str) -> dict[str, Any] | None:
-    return next(
-        (
-            e
-            for e in kind.events(namespace, "PlaceholderSwapped")
-            if e["regarding"]["name"] == pod and SWAPPED_ON_RESERVED_NODE in e.get("note", "")
-        ),
-        None,
-    )
+def landed_on_reserved_nodes(kind: Kind, namespace: str) -> list[tuple[int, dict[str, Any]]]:
+    """The task groups' PlaceholderSwapped events of the namespace, oldest first, each with how many
+    members it says were bound, when all of them were bound on their reserved nodes."""
+    found = []
+    for event in kind.events(namespace, "PlaceholderSwapped"):
+        match = LANDED.match(event.get("note", ""))
+        if match and match[1] == match[2]:
+            found.append((int(match[1]), event))
+    return sorted(found, key=lambda landed: landed[1]["eventTime"])
 
 
-def wait_swapped(kind: Kind, namespace: str, pod: str) -> dict[str, Any]:
-    """The member's PlaceholderSwapped event saying it was bound on its reserved node."""
-    event: dict[str, Any] = wait(lambda: swapped_on_reserved_node(kind, namespace, pod), 60, f"{pod} swapped in")
-    return event
+def wait_landed(kind: Kind, namespace: str, members: int) -> list[dict[str, Any]]:
+    """Wait until the events say `members` members were swapped in, each on its reserved node; return
+    those events."""
+
+    def landed() -> list[tuple[int, dict[str, Any]]] | None:
+        found = landed_on_reserved_nodes(kind, namespace)
+        return found if sum(count for count, _ in found) >= members else None
+
+    found: list[tuple[int, dict[str, Any]]] = wait(landed, 60, f"{members} members swapped in on their reserved nodes")
+    return [event for _, event in found]
 
 
 def test_replicas_run_in_pods_on_real_kubelets(installed: Kind) -> None:
@@ -141,8 +148,7 @@ def test_placeholders_are_pause_containers_under_restricted_pod_security(install
                     pause_pod(member, "restricted-app", "workers", task_groups=groups),
                 )
             installed.wait_running(namespace, "worker-0", "worker-1", "worker-2")
-        for member in ("worker-0", "worker-1", "worker-2"):
-            wait_swapped(installed, namespace, member)
+        wait_landed(installed, namespace, 3)
         wait(lambda: not installed.placeholders(namespace), 60, "no placeholder left")
     finally:
         installed.delete_namespace(namespace)
@@ -174,8 +180,10 @@ def test_another_replica_takes_over_and_finishes_an_in_flight_gang(installed: Ki
             f"/api/v1/namespaces/{namespace}/pods", pause_pod(member, "takeover-app", "workers", task_groups=groups)
         )
     installed.wait_running(namespace, "worker-1", "worker-2")
-    for member in ("worker-1", "worker-2"):
-        assert wait_swapped(installed, namespace, member)["reportingInstance"] == new_leader
+    # worker-0 was swapped in by the first leader; the two created since, by the new one.
+    first, *since = wait_landed(installed, namespace, 3)
+    assert first["reportingInstance"] == leader and since, (first, since)
+    assert all(event["reportingInstance"] == new_leader for event in since), since
     wait(lambda: not installed.placeholders(namespace), 60, "no placeholder left")
     wait(
         lambda: (
@@ -220,14 +228,13 @@ def test_spark_example_end_to_end(installed: Kind, namespace: str) -> None:
     installed.wait_running(namespace, driver_name)
     for reason in ("TaskGroupMatch", "CreatingPlaceholders", "PlaceholderAllocated", "GangReservationComplete"):
         assert installed.events(namespace, reason), f"no {reason} event"
-    assert swapped_on_reserved_node(installed, namespace, driver_name)
+    wait_landed(installed, namespace, 1)  # the driver
 
     for executor in executors:
         installed.client.create(f"/api/v1/namespaces/{namespace}/pods", executor)
     names = [e["metadata"]["name"] for e in executors]
     installed.wait_running(namespace, *names)
-    for name in names:
-        wait_swapped(installed, namespace, name)
+    wait_landed(installed, namespace, 1 + len(names))
     wait(lambda: not installed.placeholders(namespace), 60, "no placeholder left")
 
 
@@ -269,7 +276,7 @@ def test_upgrade_and_uninstall_leave_nothing_behind(installed: Kind, namespace: 
         f"/api/v1/namespaces/{namespace}/pods", pause_pod("worker-1", "upgrade-app", "workers", task_groups=groups)
     )
     installed.wait_running(namespace, "worker-1")
-    assert wait_swapped(installed, namespace, "worker-1")["reportingInstance"] not in before
+    assert wait_landed(installed, namespace, 2)[-1]["reportingInstance"] not in before
     wait(lambda: not installed.placeholders(), 60, "no placeholder left in any namespace")
 
     installed.helm("uninstall", RELEASE, "-n", RELEASE_NAMESPACE, "--wait", "--timeout", "180s")

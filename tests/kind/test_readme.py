@@ -1,7 +1,7 @@
 """The README's "On kind, with Helm" commands, run as written, in one shell, from a clean checkout's
 root: a kind cluster of its own (KIND_CLUSTER_NAME and KUBECONFIG keep it apart from the session's and
 from the user's), yuniplace loaded and installed with Helm, the batch Job applied, and the gang's story
-read from `kubectl get events -w` until both pods are bound on their reserved nodes."""
+read from `kubectl get events -w` until both pods are bound on the nodes admission chose for them."""
 
 from __future__ import annotations
 
@@ -15,13 +15,7 @@ from tests.kind.support import REPO, readme_kind_block, wait
 from yuniplace.localcluster.kind import KindCluster
 from yuniplace.localcluster.kindimage import KindImages
 
-GANG_FLOW = (
-    "TaskGroupMatch",
-    "CreatingPlaceholders",
-    "PlaceholderAllocated",
-    "GangReservationComplete",
-    "PlaceholderSwapped",
-)
+GANG_FLOW = ("TaskGroupMatch", "GangStarting", "GangStarted")
 
 
 def reasons(lines: list[str]) -> list[tuple[str, str]]:
@@ -60,22 +54,20 @@ def test_readme_kind_commands_run_as_written(images: KindImages, tmp_path: Path)
         if process.poll() is not None:
             raise AssertionError(f"the README's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}")
         seen = reasons(list(lines))
-        swapped = [
-            line for reason, line in seen if reason == "PlaceholderSwapped" and "bound on its reserved node" in line
+        started = [
+            line
+            for reason, line in seen
+            if reason == "GangStarted" and "2 member(s) bound" in line and "2 on the nodes admission chose" in line
         ]
-        return all(any(reason == r for reason, _ in seen) for r in GANG_FLOW) and len(swapped) == 2
+        return all(any(reason == r for reason, _ in seen) for r in GANG_FLOW) and len(started) == 1
 
     try:
         wait(flow_told, 600, "the batch Job's gang flow in `kubectl get events -w`")
         order = [reason for reason, _ in reasons(list(lines)) if reason in GANG_FLOW]
         firsts = [order.index(reason) for reason in GANG_FLOW]
         assert firsts == sorted(firsts), f"events out of order: {order}"
-        placeholders = [
-            line
-            for reason, line in reasons(list(lines))
-            if reason == "Scheduled" and "pod/tg-batch-sleep-job-9-" in line
-        ]
-        assert len(placeholders) == 2, placeholders
+        placeholders = [line for _, line in reasons(list(lines)) if "pod/tg-batch-sleep-job-9-" in line]
+        assert not placeholders, placeholders  # both pods exist and fit: no placeholder is needed
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from yuniplace.controller.apply import _claim_ops, _prefer_node_ops
+from yuniplace.controller.apply import _marker_ops, _prefer_node_ops
 from yuniplace.gang import keys
 
 
@@ -54,8 +54,11 @@ def test_preference_is_added_and_the_pods_own_affinity_kept(affinity: dict[str, 
             assert patched["spec"]["affinity"][key] == value
 
 
-def test_claim_is_recorded_with_or_without_annotations() -> None:
+@pytest.mark.parametrize(
+    "marker", [(keys.SWAP_PLACEHOLDER, "tg-app-executors-1a2b3-0"), (keys.SEAT, "node-7")], ids=["swap", "seat"]
+)
+def test_the_hand_off_is_recorded_with_or_without_annotations(marker: tuple[str, str]) -> None:
     for annotations in ({}, {"yunikorn.apache.org/task-group-name": "executors"}):
         pod: dict[str, Any] = {"metadata": {"annotations": dict(annotations)} if annotations else {}, "spec": {}}
-        patched = apply_patch(pod, _claim_ops(pod, "tg-app-executors-1a2b3-0"))
-        assert patched["metadata"]["annotations"] == {**annotations, keys.SWAP_PLACEHOLDER: "tg-app-executors-1a2b3-0"}
+        patched = apply_patch(pod, _marker_ops(pod, marker))
+        assert patched["metadata"]["annotations"] == {**annotations, marker[0]: marker[1]}

@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 
-from yuniplace.admission.decision import AdmissionRules, Memory, Reclaim, decide
+from yuniplace.admission.decision import ARRIVAL_CAP_S, AdmissionRules, Memory, Reclaim, decide
 from yuniplace.admission.room import RoomView
 from yuniplace.admission.snapshot import App, Peer, Snapshot
 from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import Node, Room
+from yuniplace.gang.fit import Constraints, Node, Room
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Policy, Style, TaskGroup
 from yuniplace.queues.model import QueueConfig, QueueSpec
@@ -42,8 +42,11 @@ def app(
     queue: str = "default",
     held: int = 0,
     group_with: Sequence[str] = (),
+    present: int = 0,
+    arrived: tuple[float, float] = (0.0, 0.0),
 ) -> App:
-    """An application of `members` pods of 1 cpu; `held` of them take room on nodes."""
+    """An application of `members` pods of 1 cpu; `held` of them take room on nodes, `present` exist
+    (gated) and take none yet."""
     return App(
         p.AppKey("team", name),
         gang(members, group_with),
@@ -51,12 +54,13 @@ def app(
         (created, 0, name),
         queue,
         holding={"workers": held},
-        needing={},
+        needing={"workers": present} if present else {},
         placeholders=0,
         backing_off=False,
         queued_since=None,
         held={"cpu": 1000 * held, "pods": 1000 * held} if held else {},
         running=state == AppState.RUNNING,
+        arrived=arrived,
     )
 
 
@@ -68,6 +72,7 @@ def snapshot(
     pods: Mapping[str, Sequence[str]] = {},  # application name -> its pods' uids
     config: QueueConfig = NO_QUEUES,
     peers: Mapping[p.AppKey, Peer] = {},
+    competing: Sequence[Constraints] = (),
 ) -> Snapshot:
     used: dict[str, dict[str, int]] = {}
     for node, cores in takes.values():
@@ -75,7 +80,9 @@ def snapshot(
         on["cpu"] += cores * 1000
         on["pods"] += 1000
     free = {n.name: n.free(used.get(n.name, {})) for n in cluster}
-    view = RoomView(cluster, free, {uid: (node, {"cpu": cores * 1000}) for uid, (node, cores) in takes.items()})
+    view = RoomView(
+        cluster, free, {uid: (node, {"cpu": cores * 1000}) for uid, (node, cores) in takes.items()}, tuple(competing)
+    )
     return Snapshot(
         now=NOW,
         config=config,
@@ -195,3 +202,54 @@ def test_a_gang_a_budget_kept_whole_is_spared_and_the_next_is_chosen() -> None:
     spared = Memory(spared=frozenset({key("a-new")}))
     decided = decide(snapshot(nodes(2), apps, takes=takes, pods=pods, config=QUEUES), RULES, spared)
     assert list(decided.reclaims) == [key("a-old")]
+
+
+# -- the direct start ---------------------------------------------------------------------------------
+
+
+def test_a_gang_whose_members_all_exist_and_fit_gets_a_seat_for_each_member() -> None:
+    seen = snapshot(nodes(2), [app("a", 6, created=1, present=6), app("b", 2, created=2, present=2)])
+    decided = decide(seen, RULES)
+    a, b = decided.tickets[key("a")], decided.tickets[key("b")]
+    assert isinstance(a, Granted) and a.seats_of("workers") == ("n0",) * 4 + ("n1",) * 2
+    assert isinstance(b, Granted) and b.seats_of("workers") == ("n1", "n1")  # the room `a` took is not given twice
+
+
+def test_placeholders_when_members_are_missing_do_not_fit_or_the_rules_say_always() -> None:
+    spread = snapshot(nodes(2), [app("spark", 3, created=1)])  # only its driver: executors come later
+    assert decide(spread, RULES).tickets[key("spark")] == Granted()
+    always = snapshot(nodes(2), [app("a", 3, created=1, present=3)])
+    assert decide(always, AdmissionRules(direct_start=False)).tickets[key("a")] == Granted()
+    # An ordinary pod waiting to be scheduled could take a seat before its member is nominated to it.
+    contended = snapshot(nodes(2), [app("a", 3, created=1, present=3)], competing=[Constraints()])
+    assert decide(contended, RULES).tickets[key("a")] == Granted()
+    # One that may only go elsewhere (its own pool) takes no seat of it.
+    elsewhere = snapshot(
+        nodes(2), [app("a", 3, created=1, present=3)], competing=[Constraints(node_selector={"pool": "other"})]
+    )
+    ticket = decide(elsewhere, RULES).tickets[key("a")]
+    assert isinstance(ticket, Granted) and len(ticket.seats_of("workers")) == 3
+
+
+def test_a_gang_whose_members_are_being_created_is_decided_once_all_exist_or_they_stop_coming() -> None:
+    wait = RULES.direct_start_wait_s
+    arriving = app("a", 4, created=1, arrived=(NOW - 5, NOW - 0.2), present=3)  # its latest pod came just now
+    decided = decide(snapshot(nodes(2), [arriving]), RULES)
+    assert key("a") not in decided.tickets and decided.next_cycle_at == NOW - 0.2 + wait
+    stopped = app("a", 4, created=1, arrived=(NOW - 5, NOW - wait), present=3)
+    assert decide(snapshot(nodes(2), [stopped]), RULES).tickets[key("a")] == Granted()  # placeholders for the rest
+    trickling = app("a", 4, created=1, arrived=(NOW - ARRIVAL_CAP_S, NOW - 0.1), present=3)
+    assert decide(snapshot(nodes(2), [trickling]), RULES).tickets[key("a")] == Granted()
+    complete = app("a", 4, created=1, arrived=(NOW - 5, NOW - 0.2), present=4)
+    ticket = decide(snapshot(nodes(2), [complete]), RULES).tickets[key("a")]
+    assert isinstance(ticket, Granted) and len(ticket.seats_of("workers")) == 4
+
+
+def test_seats_granted_last_cycle_keep_their_room_on_their_nodes() -> None:
+    """`a` was seated on n1 (not where first fit would put it now): `b` gets n0, and nothing on n1."""
+    seated = Granted(seats=(("workers", ("n1", "n1", "n1", "n1")),))
+    seen = snapshot(nodes(2), [app("a", 4, created=1, present=4), app("b", 4, created=2, present=4)])
+    decided = decide(seen, RULES, Memory(granted=frozenset({key("a")}), tickets={key("a"): seated}))
+    assert decided.tickets[key("a")] == seated
+    b = decided.tickets[key("b")]
+    assert isinstance(b, Granted) and b.seats_of("workers") == ("n0",) * 4

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests import builders
+from yuniplace.admission.tickets import Granted
 from yuniplace.controller.plan import Plan, Settings
 from yuniplace.controller.planner import IN_FLIGHT_RECHECK_S, RESYNC_S, Planner, Surroundings, plan_application
 from yuniplace.gang import keys
@@ -1145,3 +1146,32 @@ def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists()
     )
     all_three = planned([first, second, third, *seats(first)])
     assert sorted(p.name(s.member) for s in all_three.swaps) == ["mpi-0", "mpi-1", "mpi-2"]
+
+
+# -- the direct start ---------------------------------------------------------------------------------
+
+
+def test_a_gang_given_seats_starts_its_members_on_them_without_placeholders() -> None:
+    pods = [driver(), executor(0), executor(1), executor(2)]  # one executor more than its group's minimum
+    seats = Granted(seats=(("driver", ("node-a",)), ("exec", ("node-b", "node-c"))))
+    plan = Planner(Application.of(KEY, pods), NOW, Settings(), Surroundings(ticket=seats)).plan()
+    assert_consistent(plan)
+    assert plan.state == AppState.RESERVED and not plan.create
+    assert [(p.name(s.member), s.node, s.placeholder, s.direct) for s in plan.swaps] == [
+        ("driver", "node-a", None, True),
+        ("exec-0", "node-b", None, True),
+        ("exec-1", "node-c", None, True),
+    ]
+    assert [s.marker for s in plan.swaps][1] == (keys.SEAT, "node-b")
+    assert names(plan.ungate) == ["exec-2"]  # beyond the gang's minimum: scheduled normally
+    assert reasons(plan) == ["TaskGroupMatch", "GangStarting"]
+    assert "all 3 pods exist and the whole gang fits now: starting them on 3 node(s)" in plan.events[1].note
+    assert plan.annotate[keys.STATE] == "Reserved" and keys.RESERVATION_STARTED in plan.annotate
+
+
+def test_a_member_larger_than_its_group_gets_no_seat_and_is_scheduled_normally() -> None:
+    pods = [driver(), executor(0, requests={"cpu": "2", "memory": "1Gi"}), executor(1)]
+    seats = Granted(seats=(("driver", ("node-a",)), ("exec", ("node-b", "node-c"))))
+    plan = Planner(Application.of(KEY, pods), NOW, Settings(), Surroundings(ticket=seats)).plan()
+    assert [p.name(s.member) for s in plan.swaps] == ["driver", "exec-1"] and names(plan.ungate) == ["exec-0"]
+    assert "TaskGroupResourceMismatch" in reasons(plan)

@@ -17,6 +17,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import podgroup, volcano
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
+from yuniplace.runtime.store import PodStore
 
 NS = "default"
 KEY = p.AppKey(NS, "tf-job")
@@ -160,8 +161,11 @@ class Discovery:
 
 
 def watches(served: dict[str, list[str] | None], pods: dict[p.AppKey, list[Any]]) -> PodGroups:
+    """PodGroup watches whose applications' dialects are those of `pods`, as the store reads them."""
     client = cast(KubeClient, Discovery(served))
-    return PodGroups(client, None, lambda _key: None, lambda key: pods.get(key, []))
+    store = PodStore()
+    store.replace([pod for members in pods.values() for pod in members])
+    return PodGroups(client, None, lambda _key: None, store.pod_group_dialect)
 
 
 def test_each_api_is_read_only_when_served() -> None:

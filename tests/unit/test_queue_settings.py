@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.test_gang_admission import NS, bound, gang
+from tests.unit.test_gang_admission import NS, admitted, bound, gang
 from tests.unit.test_queue_admission import NOW, Queues, World, cores, in_queue, nodes, running
 from tests.unit.test_quota import config, holder
 from yuniplace.admission.tickets import Granted, Waiting
@@ -128,7 +128,7 @@ def test_a_user_at_their_maxapplications_waits_while_another_user_of_the_queue_s
     ]
     world = World(nodes(2), pods, Queues(QueueSpec("root.ml", limits=limits)))
     assert "user alice is at queue root.ml's user limit: 1 of 1 applications running" in message(world.ticket("second"))
-    assert world.ticket("bobs") == Granted()
+    assert admitted(world.ticket("bobs"))
 
 
 def test_a_group_limit_holds_across_the_users_of_the_group_and_a_user_of_its_own_is_counted_alone() -> None:

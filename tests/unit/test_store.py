@@ -7,6 +7,8 @@ from typing import Any
 from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.application import Application
+from yuniplace.gang.taskgroups import Limits
 from yuniplace.runtime.store import PodStore
 
 A = p.AppKey("ns", "app-a")
@@ -212,3 +214,42 @@ def test_the_store_holds_copies_not_the_callers_dicts() -> None:
     store.upsert(pod)
     pod["status"]["phase"] = "Running"
     assert p.phase(store.app_pods(A)[0]) == "Pending"
+
+
+# -- each application kept as it is read --------------------------------------------------------------
+
+
+def member(uid: str, created: int, rv: int = 1, **fields: Any) -> dict[str, Any]:
+    pod = make_pod(uid, rv, group="g", **fields)
+    pod["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:{created:02d}Z"
+    return pod
+
+
+def test_an_application_reads_the_same_as_its_pods_given_in_any_order() -> None:
+    """Pods coming and changing in any order: the store's application is the one its pods make."""
+    store = PodStore()
+    pods = {uid: member(uid, created) for uid, created in (("c", 3), ("a", 1), ("b", 2), ("d", 3))}
+    pods["o"] = member("o", 5, task_groups=True)
+    pods["tg"] = member("tg", 0, placeholder=True)
+    for pod in pods.values():
+        store.upsert(pod)
+    store.upsert(released := member("b", 2, rv=2, gated=False))
+    pods["b"] = released
+    store.delete(pods.pop("d"))
+    read = store.application(A, None, Limits())
+    expected = Application.of(A, list(pods.values()), None, Limits())
+    assert [p.uid(m) for m in read.members] == [p.uid(m) for m in expected.members] == ["a", "b", "c", "o"]
+    assert [p.uid(m) for m in read.placeholders] == ["tg"]
+    assert [p.uid(m) for m in read.gated_members()] == [p.uid(m) for m in expected.gated_members()] == ["a", "c", "o"]
+    assert read.originator is not None and p.uid(read.originator) == p.uid(expected.originator or {}) == "o"
+    assert store.application(A, None, Limits()) is read  # nothing changed since: the same read
+
+
+def test_the_member_carrying_the_state_stays_the_originator() -> None:
+    store = PodStore()
+    younger = member("y", 9, task_groups=True)
+    younger["metadata"]["annotations"][keys.STATE] = "Reserving"
+    store.upsert(younger)
+    store.upsert(member("x", 1, task_groups=True))  # older, but the state is on the other
+    originator = store.application(A, None, Limits()).originator
+    assert originator is not None and p.uid(originator) == "y"

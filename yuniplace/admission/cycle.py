@@ -96,7 +96,9 @@ class Admission:
         self._passed: dict[p.AppKey, int] = {}
         self._announced: dict[p.AppKey, str] = {}
         self._unevictable: dict[p.AppKey, float] = {}  # gangs a budget kept whole, until when they are spared
-        self._claim_lapses_at: float | None = None  # the next time a head's claim runs out
+        # The next time a decision may change with time alone: a head's claim runs out, or a gang whose
+        # members are being created is no longer waited for.
+        self._next_cycle_at: float | None = None
         self._pools: dict[p.AppKey, Pool] = {}
         self._last: Snapshot | None = None
         self.cycles = 0
@@ -155,7 +157,7 @@ class Admission:
         one tried: this thread serves every tenant and must never end while the controller runs."""
         cost = 0.0
         while not stop.is_set():
-            lapse = self._claim_lapses_at
+            lapse = self._next_cycle_at
             woken = self._due.wait(1.0 if lapse is None else min(1.0, max(0.0, lapse - self._clock())))
             if not woken and (lapse is None or self._clock() < lapse):
                 continue
@@ -173,15 +175,15 @@ class Admission:
         """One turn of the loop: a cycle, if something changed since the last one (room freed, a queue
         edited, an application asking for its first ticket) or a head's claim has run out, and
         someone waits. True when a cycle ran."""
-        lapse = self._claim_lapses_at
-        if not self._due.is_set() and (lapse is None or self._clock() < lapse):
+        lapse = self._next_cycle_at
+        timed = lapse is not None and self._clock() >= lapse
+        if not self._due.is_set() and not timed:
             return False
         self._due.clear()
         with self._lock:
-            idle = not self.waiting and not self._asked
+            idle = not self.waiting and not self._asked and not timed
         if idle:
-            self._claim_lapses_at = None  # nobody waits: no claim to run out
-            return False
+            return False  # nobody waits (a decision due later keeps its time: it cycles then)
         self.decide_now()
         return True
 
@@ -225,7 +227,7 @@ class Admission:
             # A gang found unevictable while the cycle ran is no victim, whatever the cycle chose.
             reclaiming = {k: r for k, r in decided.reclaiming.items() if k not in self._unevictable}
             self._memory = Memory(decided.tickets, decided.granted, reclaiming)
-            self._claim_lapses_at = decided.claim_lapses_at
+            self._next_cycle_at = decided.next_cycle_at
             self._pools = {key: app.pool for key, app in snapshot.apps.items() if not app.pool.free}
             self.waiting = sum(1 for t in decided.tickets.values() if isinstance(t, Waiting))
             self.waiting_by_queue = Counter(decided.waiting_by_queue)

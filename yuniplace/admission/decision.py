@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 MAX_SHOWN_QUEUE = 63
 
 ANOTHER_NAMESPACE = "an application of another namespace"
+ARRIVAL_CAP_S = 30.0  # the longest a gang whose members are still being created waits for them
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,13 @@ class AdmissionRules:
     # A queue's head waiting this long has its placeholders created anyway, for a cluster autoscaler
     # to see pending pods of the right shapes (None: never).
     placeholders_after_s: float | None = None
+    # A gang whose members all exist and which fits now starts on the nodes admission chose, without
+    # placeholders (False: placeholders always, as YuniKorn does).
+    direct_start: bool = True
+    # How long after its latest new pod a gang whose members are still being created (every task group
+    # has some, not all) waits for the rest before admission decides: all there, it starts directly.
+    # A Job controller creating a thousand pods keeps some coming every few milliseconds.
+    direct_start_wait_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ class Decided:
     granted: frozenset[p.AppKey]
     reclaiming: Mapping[p.AppKey, Reclaim]  # every gang whose room is being taken back
     reclaims: Mapping[p.AppKey, Reclaim]  # those this cycle chose
-    claim_lapses_at: float | None  # the next time a head's claim runs out
+    next_cycle_at: float | None  # the next time a decision may change with time alone (see Decision)
     waiting_by_queue: Mapping[str, int]
     ledger: Ledger | None  # what each queue holds, as this cycle counted it
 
@@ -137,7 +145,7 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
         granted=frozenset(granted),
         reclaiming={**reclaiming, **decision.reclaims},
         reclaims=decision.reclaims,
-        claim_lapses_at=decision.claim_lapses_at,
+        next_cycle_at=decision.next_cycle_at,
         waiting_by_queue=decision.waiting_by_queue,
         ledger=decision.ledger,
     )
@@ -172,7 +180,7 @@ class Decision:
         self._room = self._room_left()
         self.reclaims: dict[p.AppKey, Reclaim] = {}
         self._heads: dict[str, p.AppKey] = {}
-        self.claim_lapses_at: float | None = None
+        self.next_cycle_at: float | None = None  # a head's claim runs out, or a gang's members stop being waited for
         self._behind: Counter[str] = Counter()
         self._waiting: Counter[str] = Counter()
         self.waiting_by_queue: Counter[str] = Counter()
@@ -195,7 +203,12 @@ class Decision:
         gone = set(without)
         room = self._snapshot.free_room(without=gone)
         for app in self._apps.values():
-            if app.key not in gone and (app.state in IN_FLIGHT or app.key in self._granted):
+            if app.key in gone or (app.state not in IN_FLIGHT and app.key not in self._granted):
+                continue
+            ticket = self._previous.get(app.key)
+            if app.key in self._granted and isinstance(ticket, Granted) and ticket.seats:
+                room.take_seats(app.needs, [ticket.seats_of(need.label) for need in app.needs])
+            else:
                 room.take_all(app.needs_left)
         return room
 
@@ -239,6 +252,8 @@ class Decision:
     def decide(self, unit: Sequence[App]) -> None:
         if all(a.key in self._granted for a in unit):
             self._tickets.update({a.key: self._previous.get(a.key, Granted()) for a in unit})
+            return
+        if self._still_arriving(unit):
             return
         unit = [a for a in unit if a.key not in self._granted]  # granted members' room is counted already
         if self._too_large_for_namespace(unit):
@@ -285,10 +300,47 @@ class Decision:
                     "admitting it anyway, so that added nodes can take its placeholders; otherwise it times out"
                 ),
             )
+        elif (seats := self._direct_seats(unit, needs)) is not None:
+            self._grant(unit, lambda _app: Granted(seats=seats))
         elif self._room.reserve(needs):
             self._grant(unit, lambda _app: Granted())
         elif not self._reclaim_for(unit, needs):
             self._queue(unit, needs)
+
+    # -- the direct start -----------------------------------------------------------------------------
+
+    def _still_arriving(self, unit: Sequence[App]) -> bool:
+        """An application whose members are still being created (a Job's pods, coming together) is not
+        decided while they keep coming, so that it may start directly once all exist: only once no new
+        one has come for `direct_start_wait_s` (a Job whose parallelism is below the gang's minimum)
+        or ARRIVAL_CAP_S after its first, a cycle decides it whatever has arrived. Until then it has no
+        ticket, and none of its room."""
+        if not self._rules.direct_start or len(unit) != 1 or not unit[0].arriving:
+            return False
+        first, latest = unit[0].arrived
+        until = min(latest + self._rules.direct_start_wait_s, first + ARRIVAL_CAP_S)
+        if self._now >= until:
+            return False
+        self.next_cycle_at = min(until, self.next_cycle_at or until)
+        return True
+
+    def _direct_seats(
+        self, unit: Sequence[App], needs: Sequence[Need]
+    ) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+        """Where each member of a gang that may start directly goes (its room taken), or None: a gang
+        group, a gang with members yet to come, or one that does not fit now reserves with placeholders
+        (which also keep its room while it grows). So does a gang while other pods wait to be scheduled:
+        one that could go to a node of its seats could take the seat in the moment before its member is
+        nominated to it, and the gang would then start in part, where a placeholder that loses the race
+        only waits."""
+        if not self._rules.direct_start or len(unit) != 1 or not unit[0].complete:
+            return None
+        trial = self._room.copy()
+        seats = trial.seat(needs)
+        if seats is None or self._snapshot.room.contended({node for nodes in seats for node in nodes}):
+            return None
+        self._room = trial
+        return tuple((need.label, tuple(nodes)) for need, nodes in zip(needs, seats, strict=True))
 
     def _grant(self, unit: Sequence[App], ticket: Callable[[App], Granted]) -> None:
         for app in unit:
@@ -436,7 +488,7 @@ class Decision:
                 self._room.take_all(needs)  # the head claims what it can use; backfill only gets the rest
                 if first.queued_since is not None:
                     lapse = first.queued_since + self._rules.head_claim_s
-                    self.claim_lapses_at = min(lapse, self.claim_lapses_at or lapse)
+                    self.next_cycle_at = min(lapse, self.next_cycle_at or lapse)
                 where = f"first in queue {_shown(queue)}, holding the room it can use until the rest is free"
             else:
                 where = (

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import Amounts, Node, Room, from_decimals
+from yuniplace.gang.fit import Amounts, Constraints, Node, Room, constraints_key, from_decimals
 from yuniplace.gang.resources import pod_requests
 
 Pod = Mapping[str, Any]
@@ -50,7 +49,7 @@ def room_node(pod: Pod) -> str | None:
     nominated = p.nominated_node(pod)
     if nominated:
         return nominated
-    return _steered_node(pod) if keys.SWAP_PLACEHOLDER in p.annotations_of(pod) else None
+    return _steered_node(pod) if p.is_handed_off(pod) else None
 
 
 def _sum_into(total: dict[str, int], amounts: Mapping[str, int]) -> None:
@@ -76,6 +75,13 @@ class RoomView:
     nodes: Sequence[Node]  # by name
     free: Mapping[str, Mapping[str, int]]
     takes: Mapping[str, Take]
+    # Where the pods that may take free room any moment (pods.competes_for_room) may go, each set once.
+    competing: tuple[Constraints, ...] = ()
+
+    def contended(self, nodes: Iterable[str]) -> bool:
+        """Whether a pod that may take free room any moment could go to one of `nodes`."""
+        names = set(nodes)
+        return any(c.accepts(node) for node in self.nodes if node.name in names for c in self.competing)
 
     def room(self, released: Iterable[str] = ()) -> Room:
         """The free room, with what the pods `released` (uids) take given back, as if they were gone.
@@ -142,6 +148,7 @@ class ClusterRoom:
         # Pods of a gang ask for the same amounts on a few hundred nodes: one shared copy of each
         # keeps the room small at tens of thousands of pods.
         self._shapes: dict[tuple[tuple[str, int], ...], Amounts] = {}
+        self._competing: dict[str, Constraints] = {}  # pods that may take free room any moment, by uid
         self._on_freed = on_freed
         self.nodes_synced = threading.Event()
 
@@ -225,6 +232,9 @@ class ClusterRoom:
         with self._lock:
             self._takes.clear()
             self._used.clear()
+            self._competing = {
+                p.uid(pod): Constraints.of_pod(pod.get("spec", {})) for pod in pods if p.competes_for_room(pod)
+            }
             for pod in pods:
                 node = room_node(pod)
                 if node is not None:
@@ -236,6 +246,10 @@ class ClusterRoom:
         node = None if kind == "DELETED" else room_node(pod)
         uid = p.uid(pod)
         with self._lock:
+            if kind != "DELETED" and p.competes_for_room(pod):
+                self._competing[uid] = Constraints.of_pod(pod.get("spec", {}))
+            else:
+                self._competing.pop(uid, None)
             before = self._takes.get(uid)
             if before is not None and node == before[0]:
                 return  # requests cannot change while a pod has a node
@@ -250,7 +264,8 @@ class ClusterRoom:
         """The room as it stands now, for one admission cycle to decide on: shallow copies, since what
         they hold is replaced on each change and never changed in place."""
         with self._lock:
-            return RoomView(self._ordered, dict(self._free), dict(self._takes))
+            competing = {constraints_key([c]): c for c in self._competing.values()}
+            return RoomView(self._ordered, dict(self._free), dict(self._takes), tuple(competing.values()))
 
     def pool(self, selector: Mapping[str, str], counted: Callable[[str], bool]) -> PoolRoom:
         """The nodes `selector` matches, summed, and what the pods `counted` take on them."""

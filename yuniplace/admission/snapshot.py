@@ -55,8 +55,12 @@ class App:
     # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
     native: bool = False
     user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
+    # When its first pod was seen, and its latest new pod, by the controller's clock.
+    arrived: tuple[float, float] = (0.0, 0.0)
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
+    complete: bool = field(init=False)  # nothing reserved yet, and every member it needs exists, gated
+    arriving: bool = field(init=False)  # nothing reserved yet; every group has members, some not all
     needs: tuple[Need, ...] = field(init=False)  # the gang's room, placed as its queue's pool allows
     needs_left: tuple[Need, ...] = field(init=False)  # what no pod of it takes on a node yet
     amounts: Amounts = field(init=False)  # `needs` summed over its pods (`pods` counting 1000 a pod)
@@ -72,7 +76,14 @@ class App:
         for name, amount in amounts_left.items():
             usage[name] = usage.get(name, 0) + amount
         creating = self.state in (AppState.PENDING, AppState.RESERVING)
+        fresh = self.state == AppState.PENDING and not self.placeholders and not any(self.holding.values())
+        present = [self.needing.get(group.name, 0) for group in self.spec.groups]
+        complete = fresh and all(
+            count >= group.min_member for count, group in zip(present, self.spec.groups, strict=True)
+        )
         for name, value in (
+            ("complete", complete),
+            ("arriving", fresh and not complete and all(present)),
             ("needs", needs),
             ("needs_left", left),
             ("amounts", _summed(needs)),
@@ -237,7 +248,7 @@ class Sources:
         """The application as admission sees it; None when it is no candidate (nothing to reserve, or
         nothing left to decide: its annotations cannot be read, which its own reconcile reports);
         Refused when no queue takes it."""
-        app = Application.of(key, pods, self.pod_group_of(key), self.limits)
+        app = self.store.application(key, self.pod_group_of(key), self.limits)
         originator, record, spec = app.originator, app.record, app.spec
         if originator is None or spec is None or p.is_terminal(originator):
             return None
@@ -257,7 +268,7 @@ class Sources:
         needing: Counter[str] = Counter()
         holders = []
         for pod in app.placeholders + app.members:
-            group = p.task_group_name(pod) or ""
+            group = app.group_of(pod) or ""
             if p.uid(pod) in view.takes:
                 holding[group] += 1
                 holders.append(p.uid(pod))
@@ -282,6 +293,7 @@ class Sources:
             reserving_since=record.reservation_started,
             native=native,
             user=userinfo.of_object(originator) or NOBODY,
+            arrived=self.store.arrived(key),
         )
 
     def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:
@@ -292,9 +304,10 @@ class Sources:
                 key = p.AppKey.parse(ref)
                 if key in apps or key in peers:
                     continue
-                pods = self.store.app_pods(key)
-                spec = Application.of(key, pods, self.pod_group_of(key), self.limits).spec if pods else None
-                peers[key] = Peer(bool(pods), spec.gang_group if spec is not None else None)
+                read = self.store.application(key, self.pod_group_of(key), self.limits)
+                exists = bool(read.members or read.placeholders)
+                spec = read.spec if exists else None
+                peers[key] = Peer(exists, spec.gang_group if spec is not None else None)
         return peers
 
     @staticmethod

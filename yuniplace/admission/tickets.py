@@ -9,9 +9,15 @@ from yuniplace.runtime.events import Reason
 
 @dataclass(frozen=True)
 class Granted:
-    """Admission lets the application reserve; `warning` says why that may not end well."""
+    """Admission lets the application reserve; `warning` says why that may not end well. With `seats`,
+    every member exists and the whole gang fits now: its members start at once on the nodes given
+    (for each task group, a node per member it needs), with no placeholders."""
 
     warning: str | None = None
+    seats: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def seats_of(self, group: str) -> tuple[str, ...]:
+        return next((nodes for name, nodes in self.seats if name == group), ())
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -29,7 +30,7 @@ from yuniplace.localcluster.build import (
 from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
 
-SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "scale")
+SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "decode", "scale")
 # Long runs of their own, only when named: a fault campaign and a soak.
 CAMPAIGNS = ("faults", "soak")
 
@@ -51,10 +52,11 @@ class Sizes:
     scale_nodes: tuple[int, ...]
     scale_pods_per_node: int
     scale_gangs: int
+    decode_members: int
 
 
-FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200)
-QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10)
+FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200, 200)
+QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50)
 
 
 def _duration(text: str) -> float:
@@ -134,6 +136,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="ARG",
         help="extra argument for `yuniplace controller`, e.g. --controller-arg=--swap-nomination=always",
     )
+    root.add_argument(
+        "--gang-size",
+        type=int,
+        action="append",
+        metavar="M",
+        help="the gang sizes of scenario 1 (repeatable; default: 10, 100 and 1000, or 10 and 50 with --quick)",
+    )
+    root.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the controller with py-spy during the largest gang and the arrivals, and report where its "
+        "CPU goes (profile-*.txt in the results folder)",
+    )
     peer = root.add_mutually_exclusive_group()
     peer.add_argument(
         "--yunikorn",
@@ -155,6 +170,9 @@ class Results(list[dict[str, Any]]):
 
     def append(self, result: dict[str, Any]) -> None:
         super().append(result)
+        self.save()
+
+    def save(self) -> None:
         self._path.write_text(json.dumps(self, indent=2))
 
 
@@ -167,6 +185,7 @@ def run_all(
     controller_args: Sequence[str] = (),
     kubernetes: str = DEFAULT_KUBERNETES,
     campaigns: Sequence[campaign.Campaign] = (),
+    profiled: bool = False,
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
@@ -182,7 +201,7 @@ def run_all(
         )
 
     binaries = ensure_built(kubernetes, quiet=True)
-    if {"gang-size", "arrivals", "cost"} & set(chosen):
+    if {"gang-size", "arrivals", "cost", "decode"} & set(chosen):
         cluster = LocalCluster("bench")
         # With the Workload API on, scenario 1 also measures kube-scheduler's own gang plugin.
         workload_api = Features.workload_api(kubernetes)
@@ -194,7 +213,10 @@ def run_all(
         )
         try:
             with ControllerUnderTest(
-                cluster, log_dir / "controller.log", ["--workers=8", *controller_args]
+                cluster,
+                log_dir / "controller.log",
+                ["--workers=8", *controller_args],
+                profile_dir=out_dir if profiled else None,
             ) as controller:
                 gang_rows: list[dict[str, Any]] = []
                 if "gang-size" in chosen or "cost" in chosen:
@@ -209,14 +231,43 @@ def run_all(
                     results.append(
                         {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}
                     )
+                if "decode" in chosen:
+                    progress(f"4c. decoding the pod watch of a gang of {sizes.decode_members}: json.loads, typed")
+                    results.append({"scenario": "decode", **scenarios.decoding(cluster, sizes.decode_members)})
                 if "arrivals" in chosen:
                     progress(f"2. {sizes.apps} applications of {sizes.app_members} at {sizes.arrival_rate}/s")
                     results.append(
                         {
                             "scenario": "arrivals",
-                            **scenarios.steady_arrivals(cluster, sizes.apps, sizes.app_members, sizes.arrival_rate),
+                            **scenarios.steady_arrivals(
+                                cluster, controller, sizes.apps, sizes.app_members, sizes.arrival_rate
+                            ),
                         }
                     )
+                profiles = dict(controller.profiles)
+            if gang_rows:
+                # The same gangs with placeholders always (YuniKorn's way), from a controller of its own.
+                with ControllerUnderTest(
+                    cluster,
+                    log_dir / "controller-placeholders.log",
+                    ["--workers=8", "--placeholders=always", *controller_args],
+                    profile_dir=out_dir if profiled else None,
+                ) as controller:
+                    progress(f"1b. gang sizes {sizes.gang_sizes}, --placeholders=always")
+                    always = scenarios.gang_sizes(
+                        cluster, controller, sizes.gang_sizes, sizes.repeats, label="-placeholders"
+                    )
+                    profiles.update(controller.profiles)
+                for row, other in zip(gang_rows, always, strict=True):
+                    row["placeholders"] = {k: v for k, v in other.items() if k != "members"}
+                results.save()
+            if profiles:
+                results.append(
+                    {
+                        "scenario": "profile",
+                        "profiles": {name: dataclasses.asdict(summary) for name, summary in profiles.items()},
+                    }
+                )
             if yunikorn and {"gang-size", "arrivals"} & set(chosen):
                 progress("1-2. the same with Apache YuniKorn's scheduler")
                 binary = ensure_yunikorn()
@@ -245,6 +296,9 @@ def run_all(
                             "scenario": "cost",
                             "largest_gang": largest["members"],
                             "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
+                            "cpu_s_per_1000_placeholders": round(
+                                largest.get("placeholders", largest)["controller_cpu_s"] * 1000 / largest["members"], 2
+                            ),
                             "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
                             "pod_writes_per_member": round(
                                 statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2
@@ -278,7 +332,11 @@ def run_all(
             cluster.down(quiet=True)
 
     if "scale" in chosen:
-        rows = []
+        # Saved row by row: a larger cluster failing late keeps what the smaller ones measured.
+        rows: list[dict[str, Any]] = []
+        results.append(
+            {"scenario": "scale", "gangs": sizes.scale_gangs, "gang_sizes": list(scale.GANG_SIZES), "rows": rows}
+        )
         for nodes in sizes.scale_nodes:
             progress(
                 f"5. scale: {nodes} nodes, {nodes * sizes.scale_pods_per_node} ordinary pods, "
@@ -295,9 +353,7 @@ def run_all(
                     progress,
                 )
             )
-        results.append(
-            {"scenario": "scale", "gangs": sizes.scale_gangs, "gang_sizes": list(scale.GANG_SIZES), "rows": rows}
-        )
+            results.save()
 
     for long_run in campaigns:
         results.append(campaign.run(long_run, out_dir, progress))
@@ -307,6 +363,8 @@ def run_all(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.gang_size:
+        sizes = dataclasses.replace(sizes, gang_sizes=tuple(args.gang_size))
     chosen = args.scenario or list(SCENARIOS)
     campaigns = [
         campaign.Campaign(
@@ -342,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.controller_arg,
             args.kubernetes,
             campaigns,
+            args.profile,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)

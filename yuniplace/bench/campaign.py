@@ -215,7 +215,8 @@ class Sampler:
 
 def _count(client: KubeClient, path: str, **query: str) -> int:
     """Objects in a collection, read page by page."""
-    total, page_query = 0, {"limit": "500", **query}
+    total = 0
+    page_query: dict[str, Any] = {"limit": "500", **query}
     while True:
         page = client.get(path, **page_query)
         total += len(page.get("items", []))

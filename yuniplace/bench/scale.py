@@ -77,15 +77,15 @@ def _settled(controller: ControllerUnderTest) -> Callable[[], bool]:
     return idle
 
 
-def _first_placeholder_seen(client: KubeClient, index: int) -> bool:
-    app = f"g{index:03d}"
-    return bool(
-        client.get(
-            f"/api/v1/namespaces/{_namespace_of(index)}/pods",
-            labelSelector=f"{keys.PLACEHOLDER}=true,{keys.PLACEHOLDER_APP}={app}",
-            limit="1",
-        )["items"]
-    )
+def _admitted(client: KubeClient, index: int) -> bool:
+    """Whether gang `index` has begun to start: its first placeholder exists, or (started directly) a
+    member was given its seat."""
+    app, path = f"g{index:03d}", f"/api/v1/namespaces/{_namespace_of(index)}/pods"
+    members = client.get(path, labelSelector=f"applicationId={app}")["items"]
+    if any(keys.SEAT in (pod["metadata"].get("annotations") or {}) for pod in members):
+        return True
+    placeholders = client.get(path, labelSelector=f"{keys.PLACEHOLDER}=true,{keys.PLACEHOLDER_APP}={app}", limit="1")
+    return bool(placeholders["items"])
 
 
 def run(
@@ -139,7 +139,8 @@ def run(
                 churn_cpu_s = controller.cpu_seconds() - cpu_before
 
                 # Free room for the head gang, one pod on each of `size` nodes, and time its admission
-                # (its first placeholder appears); then the next head, and so on.
+                # (its first placeholder appears, or its first member gets its seat); then the next head, and
+                # so on.
                 freed_to_admitted = []
                 spare = iter(node_names[::-1])
                 for index in range(ADMISSIONS_MEASURED):
@@ -147,7 +148,7 @@ def run(
                     for node in freeing:
                         client.delete(f"/api/v1/namespaces/{FILL_NAMESPACE}/pods/{fill[node][0]}")
                     freed = time.monotonic()
-                    wait_until(partial(_first_placeholder_seen, client, index), 120, interval_s=0.01)
+                    wait_until(partial(_admitted, client, index), 120, interval_s=0.01)
                     freed_to_admitted.append(time.monotonic() - freed)
                 cycles_after = _cycles(controller)
                 rss.sample()

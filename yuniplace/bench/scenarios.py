@@ -3,16 +3,19 @@ controller involved) on the same cluster in the same run, and returns plain figu
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
+from yuniplace.bench import decode
 from yuniplace.bench.pods import PodTimeline
 from yuniplace.bench.subjects import (
     MEMBER_LABEL,
     ControllerUnderTest,
+    cpu_seconds,
     delete_namespace,
     gang,
     member_pod,
@@ -33,6 +36,11 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
+class Run(NamedTuple):
+    seconds: float  # from the first pod's creation to the last one bound
+    cpu: dict[str, float]  # CPU seconds each process used meanwhile (none unless sampled)
+
+
 def time_to_bound(
     cluster: LocalCluster,
     namespace: str,
@@ -40,8 +48,10 @@ def time_to_bound(
     timeout_s: float,
     settle: Callable[[], None] | None = None,
     objects: Sequence[tuple[str, dict[str, Any]]] = (),
-) -> float:
-    """Seconds from the first pod's creation to the last one bound (all created at once). `objects`
+    sample: Callable[[], dict[str, float]] | None = None,
+) -> Run:
+    """Time from the first pod's creation to the last one bound (all created at once), and with
+    `sample` (CPU seconds used so far by each process) what each process used in that time. `objects`
     (API path under the namespace, object) are created first, untimed; `settle` runs before the
     namespace is deleted (e.g. to let the controller post its last events)."""
     client = cluster.client()
@@ -50,12 +60,14 @@ def time_to_bound(
         for path, body in objects:
             client.create(path.format(namespace=namespace), body)
         with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
+            before = sample() if sample is not None else {}
             started = time.monotonic()
             create_pods(client, namespace, pods)
             last = timeline.wait_bound([p["metadata"]["name"] for p in pods], timeout_s)
+            after = sample() if sample is not None else {}
         if settle is not None:
             settle()
-        return last - started
+        return Run(last - started, _spent(before, after))
     finally:
         delete_namespace(cluster, namespace)
 
@@ -72,47 +84,79 @@ def native_gang(served: workloadapi.ServedVersion, name: str, members: int) -> t
     return objects, pods
 
 
+def component_cpu(cluster: LocalCluster, controller: ControllerUnderTest) -> dict[str, float]:
+    """CPU seconds each process has used so far: every control-plane component, and the controller.
+    Two readings around a run say which of them took the cores."""
+    used = {process.name: cpu_seconds(process.pid) for process in cluster.processes()}
+    used["yuniplace"] = controller.cpu_seconds()
+    return used
+
+
+def _spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before[name], 2) for name in after if name in before}
+
+
+def _median_by_name(runs: Sequence[dict[str, float]]) -> dict[str, float]:
+    return {name: round(statistics.median(run.get(name, 0.0) for run in runs), 2) for name in runs[0]}
+
+
+def landed_events(controller: ControllerUnderTest) -> float:
+    """Events saying a task group's members have landed, started directly or swapped in."""
+    return controller.events_posted("GangStarted") + controller.events_posted("PlaceholderSwapped")
+
+
 def gang_sizes(
     cluster: LocalCluster,
     controller: ControllerUnderTest,
     sizes: Sequence[int],
     repeats: int,
     served: workloadapi.ServedVersion | None = None,
+    label: str = "",
 ) -> list[dict[str, Any]]:
     """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times; and,
     where the cluster serves the Workload API (`served`), the same M pods as a gang of kube-scheduler's
-    own gang plugin, which yuniplace only watches."""
+    own gang plugin, which yuniplace only watches. `label` names the controller's profiles."""
     rows = []
     for members in sizes:
         baseline, yuniplace, writes, cpu, native_s = [], [], [], [], []
+        spent_plain: list[dict[str, float]] = []
+        spent_gang: list[dict[str, float]] = []
         peak_rss = 0
         timeout_s = max(120.0, members * 0.5)
+
+        def sample() -> dict[str, float]:
+            return component_cpu(cluster, controller)
+
         for attempt in range(repeats):
-            baseline.append(time_to_bound(cluster, f"base-{members}-{attempt}", plain("plain", members), timeout_s))
+            run = time_to_bound(cluster, f"base-{members}-{attempt}", plain("plain", members), timeout_s, sample=sample)
+            baseline.append(run.seconds)
+            spent_plain.append(run.cpu)
             before = controller.writes()
-            swapped_before = controller.events_posted("PlaceholderSwapped")
+            landed_before = landed_events(controller)
             cpu_before = controller.cpu_seconds()
 
-            def settle(expected: float = swapped_before + members) -> None:
-                # Member events are posted after the binding they report; count them in this run.
-                wait_until(lambda: controller.events_posted("PlaceholderSwapped") >= expected, 120)
+            def settle(expected: float = landed_before + 1) -> None:
+                # The task group's event is posted after the bindings it reports; count it in this run.
+                wait_until(lambda: landed_events(controller) >= expected, 120)
 
-            with controller.rss_sampler() as rss:
-                yuniplace.append(
-                    time_to_bound(
-                        cluster,
-                        f"gang-{members}-{attempt}",
-                        gang(f"gang-{members}-{attempt}", members),
-                        timeout_s,
-                        settle,
-                    )
+            profiled = controller.profiled(f"gang-{members}{label}") if attempt == 0 else contextlib.nullcontext()
+            with controller.rss_sampler() as rss, profiled:
+                run = time_to_bound(
+                    cluster,
+                    f"gang-{members}-{attempt}",
+                    gang(f"gang-{members}-{attempt}", members),
+                    timeout_s,
+                    settle,
+                    sample=sample,
                 )
+            yuniplace.append(run.seconds)
+            spent_gang.append(run.cpu)
             cpu.append(controller.cpu_seconds() - cpu_before)
             peak_rss = max(peak_rss, rss.peak_total)
             if served is not None:
                 name = f"native-{members}-{attempt}"
                 objects, pods = native_gang(served, name, members)
-                native_s.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects))
+                native_s.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
             after = controller.writes()
             delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
             writes.append((delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0)))
@@ -126,6 +170,10 @@ def gang_sizes(
             "event_writes_per_member": round(statistics.median(e for _, e in writes) / members, 2),
             "controller_cpu_s": round(statistics.median(cpu), 2),
             "controller_peak_rss_mib": round(peak_rss / 2**20),
+            # CPU seconds of each process from the first pod's creation to the last one bound (median
+            # over the repeats): which component took the two cores, for plain pods and for the gang.
+            "cpu_by_process_plain": _median_by_name(spent_plain),
+            "cpu_by_process": _median_by_name(spent_gang),
         }
         row["ratio"] = round(row["yuniplace_s"] / row["baseline_s"], 2)
         if native_s:
@@ -133,6 +181,22 @@ def gang_sizes(
             row["runs_native_s"] = [round(x, 2) for x in native_s]
         rows.append(row)
     return rows
+
+
+def decoding(cluster: LocalCluster, members: int) -> dict[str, Any]:
+    """Scenario 4c: the pod watch lines of one gang of `members`, from its creation to every member
+    Running (the controller must be running), decoded whole and typed."""
+    client = cluster.client()
+    namespace = "decode"
+    cluster.create_namespace(namespace)
+    try:
+        pods = gang("decode", members)
+        with decode.recorded_lines(client, namespace) as lines, PodTimeline(client, namespace) as timeline:
+            create_pods(client, namespace, pods)
+            timeline.wait_running(members, max(120.0, members * 0.5))
+        return {"members": members, **decode.compare(list(lines))}
+    finally:
+        delete_namespace(cluster, namespace)
 
 
 def _arrivals(
@@ -176,7 +240,9 @@ def _arrivals(
         delete_namespace(cluster, namespace)
 
 
-def steady_arrivals(cluster: LocalCluster, apps: int, members: int, rate_per_s: float) -> dict[str, Any]:
+def steady_arrivals(
+    cluster: LocalCluster, controller: ControllerUnderTest, apps: int, members: int, rate_per_s: float
+) -> dict[str, Any]:
     """Scenario 2: `apps` applications of `members` arriving at `rate_per_s`, gang versus plain."""
     timeout_s = 60 + apps / rate_per_s * 3
     baseline = _arrivals(
@@ -188,9 +254,10 @@ def steady_arrivals(cluster: LocalCluster, apps: int, members: int, rate_per_s: 
         lambda app: [member_pod(f"{app}-{i}") for i in range(members)],
         timeout_s,
     )
-    yuniplace = _arrivals(
-        cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
-    )
+    with controller.profiled("arrivals"):
+        yuniplace = _arrivals(
+            cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
+        )
     return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
 
 
@@ -208,7 +275,7 @@ def yunikorn_peer(
                 f"yk-gang-{size}-{attempt}",
                 yunikorn_gang(f"yk-{size}-{attempt}", size),
                 max(120.0, size * 0.5),
-            )
+            ).seconds
             for attempt in range(repeats)
         ]
         gang_s[size] = round(statistics.median(runs), 2)
@@ -255,23 +322,25 @@ def contention(
             p["metadata"]["name"]: p
             for p in client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=SELECTOR)["items"]
         }
-        swapped = [
-            p
-            for name in members_all
-            if keys.SWAP_PLACEHOLDER in ((p := by_name[name])["metadata"].get("annotations") or {})
-        ]
-        landed = sum(
-            1
-            for p in swapped
-            if p["spec"].get("nodeName") == timeline.nodes.get(p["metadata"]["annotations"][keys.SWAP_PLACEHOLDER])
-        )
+
+        def given(pod: dict[str, Any]) -> str | None:
+            """The node whose room the member was handed: its placeholder's, or its seat."""
+            notes = pod["metadata"].get("annotations") or {}
+            if keys.SWAP_PLACEHOLDER in notes:
+                return timeline.nodes.get(notes[keys.SWAP_PLACEHOLDER])
+            return notes.get(keys.SEAT)
+
+        handed = [(pod, node) for name in members_all if (node := given(pod := by_name[name])) is not None]
+        landed = sum(1 for pod, node in handed if pod["spec"].get("nodeName") == node)
+        seated = sum(1 for pod, _ in handed if keys.SEAT in pod["metadata"]["annotations"])
         return {
             "gangs": gangs,
             "members": members,
             "flood_pods": flood,
-            "swapped": len(swapped),
+            "swapped": len(handed),
+            "seated": seated,
             "landed": landed,
-            "landed_rate": round(landed / len(swapped), 3) if swapped else None,
+            "landed_rate": round(landed / len(handed), 3) if handed else None,
             "stuck": stuck,
         }
     finally:

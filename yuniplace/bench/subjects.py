@@ -3,15 +3,18 @@ separate process whose CPU, memory and API calls are read from outside, as an op
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yuniplace.bench import profile
 from yuniplace.bench.memory import RssSampler
 from yuniplace.gang import keys
 from yuniplace.kube import NotFound
@@ -83,6 +86,8 @@ class ControllerUnderTest:
     extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
     port: int = 0
+    profile_dir: Path | None = None  # where `profiled` blocks write their samples; None: not profiled
+    profiles: dict[str, profile.Summary] = field(default_factory=dict)
 
     def __enter__(self) -> ControllerUnderTest:
         (self.port,) = free_ports(1)
@@ -126,6 +131,17 @@ class ControllerUnderTest:
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
+
+    @contextlib.contextmanager
+    def profiled(self, name: str) -> Iterator[None]:
+        """Sample where the controller's CPU goes while the block runs (when profiling is on)."""
+        if self.profile_dir is None:
+            yield
+            return
+        path = self.profile_dir / f"profile-{name}.txt"
+        with profile.sampled(self.pid, path):
+            yield
+        self.profiles[name] = profile.summarize(path)
 
     def rss_sampler(self) -> RssSampler:
         return RssSampler({"controller": self.pid})

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.controller.plan import Failure, Plan, Settings, Swap
+from yuniplace.controller.landings import Landings
+from yuniplace.controller.plan import Failure, Plan, Swap
 from yuniplace.controller.podgroups import status_path
-from yuniplace.gang import keys
+from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.base import PodGroupApi
 from yuniplace.gang.dialects.registry import pod_group_api
@@ -34,7 +34,7 @@ from yuniplace.kube import (
     NotFound,
     TooManyRequests,
 )
-from yuniplace.runtime.events import EventRecorder, Reason
+from yuniplace.runtime.events import EventRecorder
 from yuniplace.runtime.metrics import Metrics
 from yuniplace.runtime.store import PodStore
 
@@ -67,16 +67,12 @@ class Refusals:
 PREFERENCE_WEIGHT = 100
 
 
-def _claim_ops(pod: Pod, placeholder: str) -> list[dict[str, Any]]:
+def _marker_ops(pod: Pod, marker: tuple[str, str]) -> list[dict[str, Any]]:
+    """JSON-patch operations writing the hand-off's annotation (see Swap.marker) on the member."""
+    key, value = marker
     if p.annotations_of(pod):
-        return [
-            {
-                "op": "add",
-                "path": "/metadata/annotations/" + keys.SWAP_PLACEHOLDER.replace("/", "~1"),
-                "value": placeholder,
-            }
-        ]
-    return [{"op": "add", "path": "/metadata/annotations", "value": {keys.SWAP_PLACEHOLDER: placeholder}}]
+        return [{"op": "add", "path": "/metadata/annotations/" + key.replace("/", "~1"), "value": value}]
+    return [{"op": "add", "path": "/metadata/annotations", "value": {key: value}}]
 
 
 def _prefer_node_ops(pod: Pod, node: str) -> list[dict[str, Any]]:
@@ -121,50 +117,6 @@ def _prefer_node_ops(pod: Pod, node: str) -> list[dict[str, Any]]:
     ]
 
 
-class SwapTracker:
-    """Remembers swaps until their real pod is bound, to report where it landed and how long it took."""
-
-    def __init__(
-        self, recorder: EventRecorder, metrics: Metrics, settings: Settings, clock: Callable[[], float]
-    ) -> None:
-        self._recorder = recorder
-        self._metrics = metrics
-        self._settings = settings
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._pending: dict[str, tuple[str, str, float]] = {}  # uid -> (reserved node, group, started)
-
-    def started(self, swap: Swap) -> None:
-        with self._lock:
-            self._pending[p.uid(swap.member)] = (swap.node, swap.group, self._clock())
-
-    def forget(self, pod: Pod) -> None:
-        """A member deleted before it was bound: nothing more to report about it."""
-        with self._lock:
-            self._pending.pop(p.uid(pod), None)
-
-    def observe(self, pod: Pod) -> None:
-        node = p.node_name(pod)
-        if not node:
-            return
-        with self._lock:
-            entry = self._pending.pop(p.uid(pod), None)
-        if entry is None:
-            return
-        reserved, group, started = entry
-        elapsed = self._clock() - started
-        landed = node == reserved
-        self._metrics.swaps.labels("landed" if landed else "moved").inc()
-        self._metrics.swap_seconds.observe(elapsed)
-        if self._settings.member_events:
-            where = f"on its reserved node {node}" if landed else f"on {node} (its reserved node {reserved} was taken)"
-            self._recorder.record(
-                pod,
-                Reason.PLACEHOLDER_SWAPPED,
-                f"took the place of a {group} placeholder: bound {where} in {elapsed:.2f}s",
-            )
-
-
 class Executor:
     def __init__(
         self,
@@ -172,7 +124,7 @@ class Executor:
         store: PodStore,
         recorder: EventRecorder,
         metrics: Metrics,
-        tracker: SwapTracker,
+        landings: Landings,
         *,
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
@@ -184,7 +136,7 @@ class Executor:
         self._store = store
         self._recorder = recorder
         self._metrics = metrics
-        self._tracker = tracker
+        self._landings = landings
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="writes")
 
     def close(self) -> None:
@@ -212,21 +164,22 @@ class Executor:
             self._annotate(plan.originator, plan.annotate)
         refusals = [why for why in self._each(self._create, plan.create) if why is not None]
         self._each(lambda pod: self._delete(pod, "released"), plan.delete)
-        # A batch of swaps goes step by step: every nomination, then every placeholder deleted, then
-        # every member released. No member is released while a placeholder of its batch still holds
-        # room it is nominated to, which would make the two count twice on the same node.
         # Nominations guard the freed room against pods waiting to be scheduled; when none waits
         # (the controller sees every pod), nothing can take it, and the swap saves that write.
-        nominate = self._contended(plan.key)
         for swap in plan.swaps:
-            self._tracker.started(swap)
-        if nominate:
+            self._landings.expect(swap, plan.key, plan.originator)
+        if self._contended(plan.key):
+            # A batch of nominated swaps goes step by step: every nomination, then every placeholder
+            # deleted, then every member released. No member is released while a placeholder of its
+            # batch still holds room it is nominated to, which would make the two count twice there.
             self._each(self._nominate, plan.swaps)
-        self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
-        if nominate:
+            self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
             self._each(lambda s: self._ungate(s.member), plan.swaps)
         else:
-            self._each(lambda s: self._ungate(s.member, claim=s.placeholder, prefer=s.node), plan.swaps)
+            # Steered, not nominated, each member counts only once it is released, on the node its own
+            # placeholder has just left: each swap goes at its own pace, and the first members are
+            # bound while the last placeholders are still being deleted.
+            self._each(self._swap_steered, plan.swaps)
         self._each(self._ungate, plan.ungate)
         self._each(self._fail, plan.fail)
         if plan.timed_out_mark is not None:
@@ -262,7 +215,7 @@ class Executor:
         its way."""
         try:
             self._client.request("POST", f"{_pod_path(pod)}/eviction", body=_eviction(pod))
-            self._store.upsert(self._client.get(_pod_path(pod)))
+            self._store.upsert(self._client.get(_pod_path(pod), decode=watched.PODS.object))
         except NotFound:
             self._store.delete(pod)
 
@@ -273,7 +226,9 @@ class Executor:
             self._client.patch(self._pod_group_status_path(api, key), {"status": status})
 
     def _annotate(self, pod: Pod, annotations: dict[str, str | None]) -> None:
-        updated = self._client.patch(_pod_path(pod), {"metadata": {"annotations": annotations}})
+        updated = self._client.patch(
+            _pod_path(pod), {"metadata": {"annotations": annotations}}, decode=watched.PODS.object
+        )
         self._store.upsert(updated)
 
     def _create(self, manifest: Pod) -> str | None:
@@ -281,7 +236,7 @@ class Executor:
         admission policy of the namespace): that is the application's outcome, not a controller error."""
         path = f"/api/v1/namespaces/{manifest['metadata']['namespace']}/pods"
         try:
-            created = self._client.create(path, manifest)
+            created = self._client.create(path, manifest, decode=watched.PODS.object)
         except AlreadyExists:
             return None  # deterministic name: an earlier attempt (or another replica) made it
         except (Forbidden, Invalid, BadRequest) as error:
@@ -300,27 +255,34 @@ class Executor:
             self._metrics.placeholders_deleted.labels(reason).inc()
         self._store.delete(pod)
 
+    def _swap_steered(self, swap: Swap) -> None:
+        if swap.placeholder is not None:
+            self._delete(swap.placeholder, "swapped")
+        self._ungate(swap.member, marker=swap.marker, prefer=swap.node)
+
     def _nominate(self, swap: Swap) -> None:
-        """Step 1 of a swap: nominate the member to the reserved node while its placeholder still holds
-        the room. kube-scheduler counts a nominated pod's requests as taken on that node for pods of
-        lower or equal priority, so once the placeholder goes no other pod can take the room; and a
-        nomination, unlike a node pin, lets the member go elsewhere if the node fails it after all."""
-        member = swap.member
-        if swap.placeholder is None or p.annotations_of(member).get(keys.SWAP_PLACEHOLDER) == p.name(swap.placeholder):
+        """Step 1 of a swap: nominate the member to the reserved node while its placeholder (or, started
+        directly, admission's count of its seat) still holds the room. kube-scheduler counts a
+        nominated pod's requests as taken on that node for pods of lower or equal priority (from 1.37
+        while the pod is still gated, before that from its release on), so no other pod can take the
+        room once the member is released; and a nomination, unlike a node pin, lets the member go
+        elsewhere if the node fails it after all."""
+        member, marker = swap.member, swap.marker
+        if marker is None or p.annotations_of(member).get(marker[0]) == marker[1]:
             return
         # One write for both: pods/status accepts metadata, and the annotation tells a restarted
-        # controller which placeholder this pod is taking the place of.
+        # controller which placeholder this pod is taking the place of (or which seat it was given).
         step_one = {
-            "metadata": {"annotations": {keys.SWAP_PLACEHOLDER: p.name(swap.placeholder)}},
+            "metadata": {"annotations": {marker[0]: marker[1]}},
             "status": {"nominatedNodeName": swap.node},
         }
-        self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one))
+        self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one, decode=watched.PODS.object))
 
-    def _ungate(self, pod: Pod, claim: Pod | None = None, prefer: str | None = None) -> None:
+    def _ungate(self, pod: Pod, marker: tuple[str, str] | None = None, prefer: str | None = None) -> None:
         """Remove yuniplace's scheduling gate (and only it). An unnominated swap's member also gets, in
-        the same write, the placeholder it takes the place of (as a nomination records it) and a
-        preference for its node: while a pod is gated its node affinity may still be extended, and
-        kube-scheduler's NodeAffinity score then steers it to the room just freed for it."""
+        the same write, the hand-off's annotation (as a nomination records it) and a preference for its
+        node: while a pod is gated its node affinity may still be extended, and kube-scheduler's
+        NodeAffinity score then steers it to the room just freed for it (or its seat)."""
         for _ in range(3):
             gates = pod.get("spec", {}).get("schedulingGates") or []
             index = next((i for i, g in enumerate(gates) if g.get("name") == keys.GATE), None)
@@ -330,16 +292,16 @@ class Executor:
                 {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": keys.GATE},
                 {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
             ]
-            if claim is not None:
-                patch += _claim_ops(pod, p.name(claim))
+            if marker is not None:
+                patch += _marker_ops(pod, marker)
             if prefer is not None:
                 patch += _prefer_node_ops(pod, prefer)
             try:
-                updated = self._client.patch(_pod_path(pod), patch, content_type=JSON_PATCH)
+                updated = self._client.patch(_pod_path(pod), patch, content_type=JSON_PATCH, decode=watched.PODS.object)
             except NotFound:
                 return
             except (Invalid, Conflict):
-                pod = self._client.get(_pod_path(pod))  # the gates moved under us: look again
+                pod = self._client.get(_pod_path(pod), decode=watched.PODS.object)  # the gates moved: look again
                 continue
             self._store.upsert(updated)
             return
@@ -363,7 +325,10 @@ class Executor:
         status = {"phase": "Failed", "reason": reason, "message": failure.message, "conditions": [scheduled]}
         try:
             updated = self._client.patch(
-                f"{_pod_path(pod)}/status", {"status": status}, content_type=STRATEGIC_MERGE_PATCH
+                f"{_pod_path(pod)}/status",
+                {"status": status},
+                content_type=STRATEGIC_MERGE_PATCH,
+                decode=watched.PODS.object,
             )
         except NotFound:
             return

@@ -125,9 +125,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "so that a cluster autoscaler sees pending pods of the shapes it needs (default: never)",
     )
     parser.add_argument(
-        "--no-member-events",
+        "--member-events",
         action="store_true",
-        help="skip the PlaceholderSwapped event on every member (one API write less per member)",
+        help="also post an event on every member as it lands on its node (one API write more per member; by "
+        "default one event per task group says where its members landed)",
+    )
+    parser.add_argument(
+        "--placeholders",
+        choices=["when-needed", "always"],
+        default="when-needed",
+        help="when-needed (default): a gang whose members all exist and which fits now starts on the nodes "
+        "admission chose, without placeholders; always: every gang reserves with placeholders first, as YuniKorn "
+        "does",
     )
     add_common_arguments(parser)
     election = parser.add_argument_group("leader election (run several replicas, one reconciles)")
@@ -168,6 +177,7 @@ def rules_from(args: argparse.Namespace) -> AdmissionRules:
         max_waiting_per_namespace=args.max_waiting_per_namespace,
         consent=GroupConsent.of(sets),
         placeholders_after_s=args.create_placeholders_after,
+        direct_start=args.placeholders == "when-needed",
     )
 
 
@@ -180,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(
         limits=limits,
         placeholder_image=args.placeholder_image,
-        member_events=not args.no_member_events,
+        member_events=args.member_events,
         schedulers=schedulers_from(args),
         always_nominate=args.swap_nomination == "always",
         strict_backoff_s=args.strict_backoff,

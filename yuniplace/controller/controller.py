@@ -12,7 +12,8 @@ from dataclasses import replace
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
-from yuniplace.controller.apply import Executor, SwapTracker
+from yuniplace.controller.apply import Executor
+from yuniplace.controller.landings import Landings
 from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import Planner
@@ -20,6 +21,7 @@ from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import pods as p
+from yuniplace.gang import watched
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.state import AppState
@@ -34,6 +36,9 @@ log = logging.getLogger(__name__)
 
 MIN_RECONCILE_SPACING_S = 0.01
 MAX_RECONCILE_SPACING_S = 0.1
+# An application's reconciles are spaced by this many times the CPU its last one took: a large gang's
+# thousands of pod events then cost at most a tenth of a core, whatever they are.
+RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
 SYNC_TIMEOUT_S = 120.0
 
@@ -57,28 +62,29 @@ class Controller:
         self._workers = workers
         self._clock = clock
         self.metrics = metrics = metrics or Metrics()
-        self.store = PodStore(settings.schedulers)
+        self.store = PodStore(settings.schedulers, clock)
         self.queue: WorkQueue[p.AppKey] = WorkQueue()
         self.recorder = EventRecorder(client, metrics=self.metrics)
-        self._tracker = SwapTracker(self.recorder, self.metrics, settings, clock)
+        self._landings = Landings(self.recorder, self.metrics, settings, clock)
         self.unserved = UnservedPods(self.recorder, settings.schedulers)
         self._sees_everything = namespace is None and not settings.always_nominate
-        self.pod_groups = PodGroups(client, namespace, self.queue.add, self.store.app_pods)
+        self.pod_groups = PodGroups(client, namespace, self.queue.add, self.store.pod_group_dialect)
         self._executor = Executor(
             client,
             self.store,
             self.recorder,
             self.metrics,
-            self._tracker,
+            self._landings,
             contended=self._contended,
             pod_group_status_path=self.pod_groups.status_path,
         )
         # The controller's bookkeeping, shared by the watch, the workers and the gauges: under one lock.
         self._lock = threading.Lock()
-        # Pods waiting for kube-scheduler (ungated, unbound): whether a swap's freed room must be
-        # guarded by a nomination. Seen only when watching every namespace; otherwise always guard.
+        # Pods waiting for kube-scheduler that could take room (pods.may_take_room): whether a swap's freed
+        # room or a seat must be guarded by a nomination. Seen only when watching every namespace;
+        # otherwise always guard.
         self._waiting: dict[str, p.AppKey | None] = {}
-        self._last_reconciled: dict[p.AppKey, tuple[float, float]] = {}  # when, and its cost (s)
+        self._last_reconciled: dict[p.AppKey, tuple[float, float]] = {}  # when, and its CPU (s)
         # Applications waiting to swap onto a node until another application's member lands there.
         self._node_waiters: dict[str, set[p.AppKey]] = {}
         self._states: dict[p.AppKey, AppState] = {}
@@ -102,23 +108,26 @@ class Controller:
             )
             room = self.admission.room
             self._node_watch = ListWatch(
-                client, "/api/v1/nodes", on_list=room.nodes_listed, on_event=room.node_event, name="nodes"
+                client,
+                "/api/v1/nodes",
+                on_list=room.nodes_listed,
+                on_event=room.node_event,
+                name="nodes",
+                decoding=watched.NODES,
             )
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
-        self._watch = ListWatch(client, path, on_list=self._on_list, on_event=self._on_event, name="pods", trim=p.trim)
+        self._watch = ListWatch(
+            client,
+            path,
+            on_list=self._on_list,
+            on_event=self._on_event,
+            name="pods",
+            trim=p.trim,
+            decoding=watched.PODS,
+        )
         self.synced = threading.Event()
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------
-
-    @staticmethod
-    def _is_waiting(pod: p.Pod) -> bool:
-        spec = pod.get("spec", {})
-        return (
-            not spec.get("nodeName")
-            and not spec.get("schedulingGates")
-            and p.phase(pod) == "Pending"
-            and not p.is_deleting(pod)
-        )
 
     def _contended(self, key: p.AppKey) -> bool:
         """Whether a pod of another application waits to be scheduled and could take the room a swap
@@ -140,7 +149,7 @@ class Controller:
             self.admission.room.pods_listed(pods)
         pods = [pod for pod in pods if self._managed(pod)]
         self.unserved.replace(pods)
-        waiting = {p.uid(pod): p.app_key(pod) for pod in pods if self._is_waiting(pod)}
+        waiting = {p.uid(pod): p.app_key(pod) for pod in pods if p.may_take_room(pod)}
         with self._lock:
             self._waiting = waiting
         for key in self.store.replace(pods):
@@ -161,7 +170,7 @@ class Controller:
         if not self._managed(pod):
             return
         self.unserved.observe(kind, pod)
-        waiting = kind != "DELETED" and self._is_waiting(pod)
+        waiting = kind != "DELETED" and p.may_take_room(pod)
         with self._lock:
             if waiting:
                 self._waiting[p.uid(pod)] = p.app_key(pod)
@@ -169,10 +178,10 @@ class Controller:
                 self._waiting.pop(p.uid(pod), None)
         landing = self.store.in_flight_node(p.uid(pod))
         if kind == "DELETED":
-            self._tracker.forget(pod)
+            self._landings.forget(pod)
             key = self.store.delete(pod)
         else:
-            self._tracker.observe(pod)
+            self._landings.observe(pod)
             key = self.store.upsert(pod)
         if landing is not None and self.store.in_flight_node(p.uid(pod)) is None:
             with self._lock:
@@ -180,19 +189,19 @@ class Controller:
             for waiter in waiters:  # the node is free for their swaps now
                 self.queue.add(waiter)
         if key is not None:
-            # An application reconciled a moment ago waits a little, twice what its last reconcile
-            # cost (within MIN/MAX_RECONCILE_SPACING_S): the events of a large gang (a placeholder
-            # placed, a member bound, one each) then coalesce into few reconciles instead of one each,
-            # while a small or quiet application reacts at once.
+            # An application reconciled a moment ago waits a little, in proportion to the CPU its last
+            # reconcile took (within MIN/MAX_RECONCILE_SPACING_S): the events of a large gang (a
+            # placeholder placed, a member bound, one each) then coalesce into few reconciles instead
+            # of one each, while a small or quiet application reacts at once.
             with self._lock:
-                last, cost = self._last_reconciled.get(key, (0.0, 0.0))
-            spacing = min(MAX_RECONCILE_SPACING_S, max(MIN_RECONCILE_SPACING_S, 2 * cost))
+                last, cpu = self._last_reconciled.get(key, (0.0, 0.0))
+            spacing = min(MAX_RECONCILE_SPACING_S, max(MIN_RECONCILE_SPACING_S, RECONCILE_SPACING_PER_CPU_S * cpu))
             self.queue.add_after(key, spacing - (time.monotonic() - last))
 
     # -- workers -----------------------------------------------------------------------------------
 
     def _application(self, key: p.AppKey) -> Application:
-        return Application.of(key, self.store.app_pods(key), self.pod_groups.get(key), self._settings.limits)
+        return self.store.application(key, self.pod_groups.get(key), self._settings.limits)
 
     def _state_of(self, key: p.AppKey) -> AppState | None:
         app = self._application(key)
@@ -237,7 +246,7 @@ class Controller:
         return plan
 
     def reconcile(self, key: p.AppKey) -> Plan:
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.thread_time()
         with self._lock:
             self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
         app = self._application(key)
@@ -277,17 +286,20 @@ class Controller:
             if not plan.waits_for_nodes <= self.store.nodes_in_flight():
                 self.queue.add(key)  # one landed while the plan was made: no event is left to wake it
         self._record(key, app, plan)
-        cost = time.monotonic() - started
-        self.metrics.reconcile_seconds.observe(cost)
+        self.metrics.reconcile_seconds.observe(time.monotonic() - started)
         with self._lock:
             if key in self._last_reconciled:
-                self._last_reconciled[key] = (started, cost)
+                self._last_reconciled[key] = (started, time.thread_time() - cpu_started)
         return plan
 
     def _record(self, key: p.AppKey, app: Application, plan: Plan) -> None:
         """Metrics from what the plan says happened, and the state for the gauges."""
         if Outcome.RESERVED in plan.outcomes and app.record.reservation_started is not None:
             self.metrics.reservation_seconds.observe(max(0.0, self._clock() - app.record.reservation_started))
+        if Outcome.STARTED_DIRECTLY in plan.outcomes:
+            self.metrics.gang_starts.labels("direct").inc()
+        if Outcome.RESERVING in plan.outcomes:
+            self.metrics.gang_starts.labels("placeholders").inc()
         if Outcome.TIMED_OUT in plan.outcomes:
             assert plan.spec is not None
             self.metrics.timeouts.labels(plan.spec.policy.on_timeout.value).inc()

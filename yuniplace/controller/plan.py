@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.admission.tickets import Ticket
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.gang.state import AppState
@@ -23,7 +24,7 @@ Pod = p.Pod
 class Settings:
     limits: Limits = Limits()
     placeholder_image: str = DEFAULT_IMAGE
-    member_events: bool = True  # a PlaceholderSwapped event on every member (one write each)
+    member_events: bool = False  # an event on every member as it lands (one write each), besides one per group
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS  # pods of other schedulers are not ours
     always_nominate: bool = False  # nominate every swapped member, contended or not (one write more each)
     strict_backoff_s: float = 10.0  # a released reservation's first wait before reserving again, doubled each attempt
@@ -47,12 +48,23 @@ class Event:
 
 @dataclass(frozen=True)
 class Swap:
-    """Real pod `member` takes the room of `placeholder` on `node` (placeholder None: already gone)."""
+    """Real pod `member` takes the room of `placeholder` on `node` (placeholder None: already gone), or,
+    `direct`, the seat admission chose for it on `node` with no placeholder at all."""
 
     member: Pod
     placeholder: Pod | None
     node: str
     group: str
+    direct: bool = False
+
+    @property
+    def marker(self) -> tuple[str, str] | None:
+        """The annotation that records the hand-off on the member, for a restarted controller and for the
+        room it takes meanwhile: the placeholder it replaces, or its seat; None for a swap resumed after
+        its placeholder went (the member carries it already)."""
+        if self.placeholder is not None:
+            return keys.SWAP_PLACEHOLDER, p.name(self.placeholder)
+        return (keys.SEAT, self.node) if self.direct else None
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,9 @@ class Failure:
 class Outcome(enum.Enum):
     """What became of the reservation in this plan, for metrics."""
 
+    RESERVING = "reserving"  # its placeholders are created
     RESERVED = "reserved"  # every placeholder is placed
+    STARTED_DIRECTLY = "started directly"  # its members are released onto admission's seats, no placeholders
     TIMED_OUT = "timed out"  # it ran out of time (its timeout rule says what follows)
 
 

@@ -10,8 +10,10 @@ would have, and continues where it stopped.
 
 from __future__ import annotations
 
+import collections
 import enum
 from collections.abc import Mapping
+from typing import Any
 
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Undecided, Waiting
 from yuniplace.controller.plan import (
@@ -303,7 +305,7 @@ class Planner:
         by_group: dict[str, list[Pod]] = {g.name: [] for g in spec.groups}
         by_group[UNGROUPED] = []
         for member in self.app.gated_members():
-            group = p.task_group_name(member)
+            group = self.app.group_of(member)
             if group is None or (spec.other_groups_follow and spec.group(group) is None):
                 by_group[UNGROUPED].append(member)
                 continue
@@ -404,7 +406,7 @@ class Planner:
         if app.state == AppState.RESERVING and self.around.refusal is not None:
             self._refused(self.around.refusal)
             return
-        if (app.state == AppState.PENDING or app.record.reservation_started is None) and not self._start():
+        if (app.state == AppState.PENDING or app.record.reservation_started is None) and not self._start(members):
             return
 
         existing = {p.name(ph): ph for ph in app.placeholders}
@@ -456,7 +458,7 @@ class Planner:
         plan.outcomes.append(Outcome.RESERVED)
         plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(self.app.first_placement() or self.now)
         for group in spec.groups:
-            nodes = {p.node_name(ph) for ph in self.app.placeholders if p.task_group_name(ph) == group.name}
+            nodes = {p.node_name(ph) for ph in self.app.placeholders if self.app.group_of(ph) == group.name}
             self._event(
                 originator,
                 Reason.PLACEHOLDER_ALLOCATED,
@@ -475,6 +477,22 @@ class Planner:
                 else "swapping the real pods in"
             ),
         )
+
+    def _fits_group(self, member: Pod, group: str, min_resource: Mapping[str, Any], *, releasing: bool = False) -> bool:
+        """Whether the member fits in the room its task group reserves for each pod; if not, it is
+        told why (the commonest gang mistake: a Spark executor's memory overhead left out of
+        minResource), and is scheduled normally."""
+        short = shortfalls(pod_requests(member.get("spec", {})), quantities(min_resource))
+        if not short:
+            return True
+        detail = ", ".join(f"{name} {format_quantity(need)} > {format_quantity(have)}" for name, need, have in short)
+        released = "releasing one of its placeholders and " if releasing else ""
+        self._event(
+            member,
+            Reason.TASK_GROUP_RESOURCE_MISMATCH,
+            f"requests more than task group {group}'s minResource ({detail}); {released}scheduling this pod normally",
+        )
+        return False
 
     def _members_missing(self) -> int:
         """How many members must still be created before any may start, where the gang's scheduler starts
@@ -504,9 +522,10 @@ class Planner:
             f"({created}/{self.spec.min_members} created)",
         )
 
-    def _start(self) -> bool:
-        """A pending application: wait out a retry backoff or admission, else begin reserving.
-        True when the reservation begins now."""
+    def _start(self, members: dict[str, list[Pod]]) -> bool:
+        """A pending application: wait out a retry backoff or admission, else begin reserving (or, where
+        admission gave its members seats, start them directly). True when placeholders are to be
+        created now."""
         app, plan, spec, ticket = self.app, self.plan_, self.spec, self.around.ticket
         record, originator = app.record, self.originator
         deadline = app.pending_deadline()
@@ -555,10 +574,49 @@ class Planner:
             f"application {app.key.app_id}: gang of {spec.min_members} ({groups}), "
             f"timeout {spec.policy.timeout_s}s, {_timeout_said(spec)}, {spec.mode.value} mode",
         )
-        self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods")
+        # Seats are for every member admission saw; one gone since (deleted, say) leaves the gang to
+        # reserve with placeholders, which wait for it to come back rather than start the rest.
+        seated = (
+            ticket
+            if isinstance(ticket, Granted)
+            and ticket.seats
+            and all(len(members[group.name]) >= group.min_member for group in spec.groups)
+            else None
+        )
+        if seated is not None:
+            self._start_directly(seated, members)
+        else:
+            self._event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods")
+            plan.outcomes.append(Outcome.RESERVING)
         for warning in spec.warnings:
             self._event(originator, Reason.TASK_GROUP_WARNING, warning)
-        return True
+        return seated is None
+
+    def _start_directly(self, ticket: Granted, members: dict[str, list[Pod]]) -> None:
+        """Every member exists and admission found room for the whole gang now, so no placeholder would
+        reserve anything admission has not: each member is steered to the node admission chose for it
+        and released, all in one pass (a member larger than its group's minResource has no seat that
+        holds it, and is scheduled normally)."""
+        plan, spec = self.plan_, self.spec
+        plan.state = AppState.RESERVED
+        plan.outcomes.append(Outcome.STARTED_DIRECTLY)
+        plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(self.now)
+        nodes: set[str] = set()
+        for group in spec.groups:
+            seats = list(ticket.seats_of(group.name))
+            nodes.update(seats)
+            for member in members[group.name]:
+                if seats and self._fits_group(member, group.name, group.min_resource):
+                    plan.swaps.append(Swap(member, None, seats.pop(0), group.name, direct=True))
+                else:
+                    plan.ungate.append(member)
+        plan.ungate += members[UNGROUPED]
+        self._event(
+            self.originator,
+            Reason.GANG_STARTING,
+            f"all {spec.min_members} pods exist and the whole gang fits now: starting them on {len(nodes)} node(s) "
+            "admission chose, without placeholders",
+        )
 
     def _wait(self, ticket: Waiting, deadline: float | None) -> None:
         """Admission holds it back: say why, when that is news, and keep its queue clock."""
@@ -633,7 +691,7 @@ class Planner:
         app, plan = self.app, self.plan_
         live = app.live_placeholders()
         claimed: set[str] = set()
-        in_flight = set(self.around.nodes_in_flight) | app.nodes_in_flight()
+        in_flight: set[str] | None = None  # worked out only where a member is to be swapped in
         # Where the gang starts only once all its members exist, none starts before (a new member's
         # creation reconciles the application again); out of time, it gives its reservation back.
         missing = self._members_missing()
@@ -648,8 +706,7 @@ class Planner:
             )
             return
         for group in [] if missing else self.spec.groups:
-            placed = [ph for ph in live if p.task_group_name(ph) == group.name and p.node_name(ph)]
-            room = quantities(group.min_resource)
+            placed = [ph for ph in live if app.group_of(ph) == group.name and p.node_name(ph)]
             pending: list[Pod] = []
             for member in members[group.name]:
                 # A gated member naming its placeholder is a swap interrupted by a restart: it resumes
@@ -664,33 +721,27 @@ class Planner:
                     claimed.add(p.uid(resumed))
                 plan.swaps.append(Swap(member, resumed, node, group.name))
             free = [ph for ph in placed if p.uid(ph) not in claimed]
+            if pending and free and in_flight is None:
+                in_flight = set(self.around.nodes_in_flight) | app.nodes_in_flight()
+            busy = in_flight or set()
+            # Placeholders on a node a member is on its way to wait until it lands there (see above).
+            ready = collections.deque(ph for ph in free if p.node_name(ph) not in busy)
+            blocked = [ph for ph in free if p.node_name(ph) in busy]
             for member in pending:
-                short = shortfalls(pod_requests(member.get("spec", {})), room)
-                if short:
-                    detail = ", ".join(
-                        f"{name} {format_quantity(need)} > {format_quantity(have)}" for name, need, have in short
-                    )
-                    self._event(
-                        member,
-                        Reason.TASK_GROUP_RESOURCE_MISMATCH,
-                        f"requests more than task group {group.name}'s minResource ({detail}); "
-                        "releasing one of its placeholders and scheduling this pod normally",
-                    )
-                    if free:
-                        released = free.pop()
-                        claimed.add(p.uid(released))
-                        plan.delete.append(released)
+                if not self._fits_group(member, group.name, group.min_resource, releasing=True):
+                    spare = blocked.pop() if blocked else ready.pop() if ready else None
+                    if spare is not None:
+                        claimed.add(p.uid(spare))
+                        plan.delete.append(spare)
                     plan.ungate.append(member)
-                elif free:
-                    chosen = next((ph for ph in free if p.node_name(ph) not in in_flight), None)
-                    if chosen is None:
-                        # Its binding requeues it (on those nodes); the recheck is a safety net.
-                        plan.waits_for_nodes.update(str(p.node_name(ph)) for ph in free)
-                        plan.requeue_after_s = IN_FLIGHT_RECHECK_S
-                        continue
-                    free.remove(chosen)
+                elif ready:
+                    chosen = ready.popleft()
                     claimed.add(p.uid(chosen))
                     plan.swaps.append(Swap(member, chosen, str(p.node_name(chosen)), group.name))
+                elif blocked:
+                    # Its binding requeues it (on those nodes); the recheck is a safety net.
+                    plan.waits_for_nodes.update(str(p.node_name(ph)) for ph in blocked)
+                    plan.requeue_after_s = IN_FLIGHT_RECHECK_S
                 else:
                     plan.ungate.append(member)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects.base import PodGroupApi
-from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
+from yuniplace.gang.dialects.base import GangDialect, PodGroupApi
+from yuniplace.gang.dialects.registry import pod_group_apis
 from yuniplace.kube import KubeClient, workloadapi
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
@@ -181,18 +181,20 @@ class PodGroups:
         client: KubeClient,
         namespace: str | None,
         wake: Callable[[p.AppKey], None],
-        pods_of: Callable[[p.AppKey], Sequence[p.Pod]],
+        dialect_of: Callable[[p.AppKey], GangDialect | None],
     ) -> None:
-        self._pods_of = pods_of
+        self._dialect_of = dialect_of
         self.watches = {api: PodGroupWatch(client, api, namespace, wake) for api in pod_group_apis()}
         self.native = NativeGroupWatch(client, namespace, wake)
 
     def get(self, key: p.AppKey) -> PodGroup | None:
-        pods = self._pods_of(key)
-        if started_by_kube_scheduler(pods):
+        """The pod group of the application's dialect (`dialect_of`: the store's pod_group_dialect)."""
+        dialect = self._dialect_of(key)
+        if dialect is None:
+            return None
+        if dialect.started_by_kube_scheduler:
             return self.native.get(key)
-        api = pod_group_api(pods)
-        return None if api is None else self.watches[api].get(key)
+        return None if dialect.pod_groups is None else self.watches[dialect.pod_groups].get(key)
 
     def status_path(self, api: PodGroupApi, key: p.AppKey) -> str:
         return status_path(api, key, self.watches[api].status_subresource)

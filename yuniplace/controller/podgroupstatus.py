@@ -22,7 +22,7 @@ from yuniplace.gang.state import AppState
 def progress_of(app: Application, state: AppState, started_now: str | None, now: float) -> GangProgress:
     """Where `app` stands in `state`, counted from its members (pods of a task group). `started_now`:
     the reservation's start, when it begins in this very plan."""
-    members = [m for m in app.members if p.task_group_name(m) is not None]
+    members = [m for m in app.members if app.group_of(m) is not None]
     bound = [m for m in members if p.node_name(m)]
     started = started_now or (
         p.annotations_of(app.originator).get(keys.RESERVATION_STARTED) if app.originator else None

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from yuniplace.admission.tickets import Refused
-from yuniplace.gang import keys
+from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of
 from yuniplace.kube import KubeClient
@@ -420,6 +420,7 @@ class QueueSource:
                     on_event=self._node_event,
                     name="nodes of pools",
                     trim=node_view,
+                    decoding=watched.NODES,
                 )
             )
         for watch in self._watches:

@@ -8,8 +8,9 @@ ways.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.gang import keys
@@ -44,17 +45,22 @@ def read_gang(
     return dialect.spec(pod, pod_group, members, limits)
 
 
-def _originator(members: Sequence[Pod], pod_group: Mapping[str, Any] | None) -> Pod | None:
-    """The pod whose task groups define the gang: the one already carrying the application's state,
-    else the oldest live pod with task groups (normally the Spark driver). Pods of a Job share a
-    creation second, so "oldest" alone could change its mind as the others appear."""
-    candidates = [pod for pod in members if p.carries_task_groups(pod) and not p.is_deleting(pod)]
+def _originator(candidates: Sequence[Pod], pod_group: Mapping[str, Any] | None, members: Sequence[Pod]) -> Pod | None:
+    """The pod whose task groups define the gang, of the live members that describe it (oldest first):
+    the one already carrying the application's state, else the oldest (normally the Spark driver).
+    Pods of a Job share a creation second, so "oldest" alone could change its mind as the others
+    appear."""
     chosen = next((pod for pod in candidates if keys.STATE in p.annotations_of(pod)), None)
     chosen = chosen or (candidates[0] if candidates else None)
     dialect = dialect_of(chosen) if chosen is not None else None
     if dialect is not None and not dialect.readable(pod_group, members):
         return None  # e.g. a PodGroup not seen (yet), or a Volcano task with no pod (yet) to size its group by
     return chosen
+
+
+def describes_gang(pod: Pod, identity: p.Identity) -> bool:
+    """Whether the member may be the application's originator: it describes the gang, and is not going."""
+    return identity.describes_gang and not p.is_deleting(pod)
 
 
 @dataclass(frozen=True)
@@ -68,27 +74,57 @@ class Application:
     spec: GangSpec | None  # None: no originator, or `problem`
     problem: InvalidGang | None  # why its annotations cannot be read
     style: Style  # what happens when it ends badly, even when its annotations cannot be read
+    # What each pod is (by uid), as the store read it when the pod last changed: a pod's dialect, and so
+    # its task group, is then never worked out again on every read of its application.
+    identities: Mapping[str, p.Identity] = field(default_factory=dict)
+    # Its members still held by yuniplace's gate, oldest first (None: worked out from `members`).
+    gated: tuple[Pod, ...] | None = None
 
     @classmethod
     def of(
         cls, key: p.AppKey, pods: Sequence[Pod], pod_group: Mapping[str, Any] | None = None, limits: Limits = Limits()
     ) -> Application:
+        """The application of pods given in any order (pods being admitted have no uid yet)."""
+        identity = {id(pod): p.identify(pod) for pod in pods}
         live = sorted(pods, key=lambda pod: (p.created_at(pod), pod["metadata"].get("name") or ""))
-        members = tuple(pod for pod in live if not p.is_placeholder(pod))
-        placeholders = tuple(pod for pod in live if p.is_placeholder(pod))
-        originator = _originator(members, pod_group)
+        members = tuple(pod for pod in live if not identity[id(pod)].placeholder)
+        placeholders = tuple(pod for pod in live if identity[id(pod)].placeholder)
+        candidates = [pod for pod in members if describes_gang(pod, identity[id(pod)])]
+        return cls.read(key, members, placeholders, candidates, pod_group, limits)
+
+    @classmethod
+    def read(
+        cls,
+        key: p.AppKey,
+        members: tuple[Pod, ...],
+        placeholders: tuple[Pod, ...],
+        candidates: Sequence[Pod],
+        pod_group: Mapping[str, Any] | None,
+        limits: Limits,
+        identities: Mapping[str, p.Identity] | None = None,
+        gated: tuple[Pod, ...] | None = None,
+    ) -> Application:
+        """The application of its members and placeholders, each oldest first, and the members that may
+        be its originator (`describes_gang`), oldest first: as the store keeps them, with what it knows
+        of each pod and which members are gated."""
+        found = functools.partial(cls, key, members, placeholders, pod_group, identities=identities or {}, gated=gated)
+        originator = _originator(candidates, pod_group, members)
         if originator is None:
-            return cls(key, members, placeholders, pod_group, None, Record(), None, None, limits.default_style)
+            return found(None, Record(), None, None, limits.default_style)
         notes = p.annotations_of(originator)
         style = style_of(notes, limits)
         try:
             record = read_record(notes)
             spec = read_gang(originator, pod_group, limits, members)
         except InvalidGang as error:
-            return cls(
-                key, members, placeholders, pod_group, originator, Record(state=state_of(notes)), None, error, style
-            )
-        return cls(key, members, placeholders, pod_group, originator, record, spec, None, spec.policy.style)
+            return found(originator, Record(state=state_of(notes)), None, error, style)
+        return found(originator, record, spec, None, spec.policy.style)
+
+    def group_of(self, pod: Pod) -> str | None:
+        """The task group the pod (a member or a placeholder of this application) belongs to."""
+        uid = pod.get("metadata", {}).get("uid")
+        identity = self.identities.get(uid) if uid else None
+        return p.task_group_name(pod) if identity is None else identity.group
 
     @property
     def state(self) -> AppState:
@@ -113,7 +149,10 @@ class Application:
         return p.created_at(self.originator), str(self.key)
 
     def gated_members(self) -> list[Pod]:
-        return [m for m in self.members if p.is_gated(m) and not p.is_terminal(m) and not p.is_deleting(m)]
+        """Its live members yuniplace's gate still holds, oldest first."""
+        if self.gated is not None:
+            return list(self.gated)
+        return [m for m in self.members if p.is_held(m)]
 
     def live_placeholders(self) -> list[Pod]:
         return [ph for ph in self.placeholders if not p.is_deleting(ph)]

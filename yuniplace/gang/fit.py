@@ -74,6 +74,11 @@ class Constraints:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     affinity: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of_pod(cls, spec: Mapping[str, Any]) -> Constraints:
+        """Where a pod may go, as its own spec says."""
+        return cls(spec.get("nodeSelector") or {}, tuple(spec.get("tolerations") or ()), spec.get("affinity") or {})
+
     def accepts(self, node: Node) -> bool:
         return (
             all(node.labels.get(k) == v for k, v in self.node_selector.items())
@@ -157,7 +162,7 @@ def _shape(amounts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(amounts.items()))
 
 
-def _constraints_key(constraints: Iterable[Constraints]) -> str:
+def constraints_key(constraints: Iterable[Constraints]) -> str:
     return json.dumps([dataclasses.asdict(c) for c in constraints], sort_keys=True, default=str)
 
 
@@ -208,8 +213,9 @@ class Room:
             nodes = self._open[shape] = [n for n in self.nodes if _copies(self._start[n.name], wanted) > 0]
         return nodes
 
-    def take(self, need: Need) -> int:
-        """Place up to `need.count` pods, first fit in node order; return how many were placed."""
+    def take(self, need: Need, seats: list[str] | None = None) -> int:
+        """Place up to `need.count` pods, first fit in node order; return how many were placed, and
+        append the node of each to `seats`, when given."""
         wanted = _wanted(need.requests)
         left = need.count
         for node in self._open_for(wanted):
@@ -220,28 +226,46 @@ class Room:
             if copies <= 0 or not need.constraints.accepts(node):
                 continue
             placed = min(left, copies)
-            self._changed[node.name] = {
-                **free,
-                **{name: free.get(name, 0) - amount * placed for name, amount in wanted.items()},
-            }
+            self._take_on(node.name, wanted, placed)
+            if seats is not None:
+                seats += [node.name] * placed
             left -= placed
         return need.count - left
 
+    def _take_on(self, node: str, wanted: Mapping[str, int], count: int) -> None:
+        free = self.free_of(node)
+        self._changed[node] = {**free, **{name: free.get(name, 0) - amount * count for name, amount in wanted.items()}}
+
+    def take_seats(self, needs: Sequence[Need], seats: Sequence[Sequence[str]]) -> None:
+        """Take the room of pods already given their nodes (`seats`: for each need, a node per pod), on
+        those nodes, whether or not it is still free there."""
+        for need, nodes in zip(needs, seats, strict=True):
+            wanted = _wanted(need.requests)
+            for node in nodes:
+                if node in self._start:
+                    self._take_on(node, wanted, 1)
+
     def reserve(self, needs: Sequence[Need]) -> bool:
         """Take the room of every need if all of them fit, else take nothing; whether they fit."""
-        trial = self.copy()
-        if any(trial.take_all(needs)):
-            return False
-        self._changed = trial._changed
-        return True
+        return self.seat(needs) is not None
 
-    def take_all(self, needs: Sequence[Need]) -> list[int]:
+    def seat(self, needs: Sequence[Need]) -> list[list[str]] | None:
+        """Take the room of every need if all of them fit, and say where: for each need, the node of
+        each of its pods. None, and nothing taken, when they do not all fit."""
+        trial = self.copy()
+        seats: list[list[str]] = [[] for _ in needs]
+        if any(trial.take_all(needs, seats)):
+            return None
+        self._changed = trial._changed
+        return seats
+
+    def take_all(self, needs: Sequence[Need], seats: Sequence[list[str]] | None = None) -> list[int]:
         """Place every need, largest pods first (fewer nodes can hold them); return the shortfall of
-        each need, in the order given."""
+        each need, in the order given, and append where each pod went to that need's `seats`."""
         order = sorted(range(len(needs)), key=lambda i: -sum(needs[i].requests.values()))
         short = [0] * len(needs)
         for index in order:
-            short[index] = needs[index].count - self.take(needs[index])
+            short[index] = needs[index].count - self.take(needs[index], None if seats is None else seats[index])
         return short
 
     def _accepting(self, key: str, constraints: Sequence[Constraints]) -> tuple[list[Node], frozenset[str]]:
@@ -254,11 +278,11 @@ class Room:
 
     def accepting(self, constraints: Sequence[Constraints]) -> frozenset[str]:
         """The names of the nodes any of `constraints` accepts."""
-        return self._accepting(_constraints_key(constraints), constraints)[1]
+        return self._accepting(constraints_key(constraints), constraints)[1]
 
     def free_on(self, constraints: Sequence[Constraints]) -> Amounts:
         """The free room (what is not overcommitted) of the nodes any of `constraints` accepts, summed."""
-        key = _constraints_key(constraints)
+        key = constraints_key(constraints)
         accepted, names = self._accepting(key, constraints)
         start = self._accepted_free.get(key)
         if start is None:

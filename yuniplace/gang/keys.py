@@ -28,6 +28,9 @@ QUEUED_SINCE = "yuniplace.io/queued-since"
 # On a real pod: the placeholder whose place it is taking, written with its nomination (step 1 of a
 # swap), so a restarted controller resumes the swap with that placeholder and no other.
 SWAP_PLACEHOLDER = "yuniplace.io/swap-placeholder"
+# On a real pod started directly (no placeholder): the node admission chose for it, written as it is
+# steered there; its room counts as taken on that node until it is bound.
+SEAT = "yuniplace.io/seat"
 # On the originator: Strict mode's retries (the count, and when the next attempt may begin).
 ATTEMPTS = "yuniplace.io/attempts"
 RETRY_AFTER = "yuniplace.io/retry-after"

@@ -7,6 +7,7 @@ hold every pod's managed fields and full spec in memory.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -146,6 +147,11 @@ def is_gated(pod: Mapping[str, Any]) -> bool:
     return any(g.get("name") == keys.GATE for g in pod.get("spec", {}).get("schedulingGates") or [])
 
 
+def is_held(pod: Mapping[str, Any]) -> bool:
+    """A live pod yuniplace's gate still holds back."""
+    return is_gated(pod) and not is_terminal(pod) and not is_deleting(pod)
+
+
 def node_name(pod: Mapping[str, Any]) -> str | None:
     return pod.get("spec", {}).get("nodeName") or None
 
@@ -194,21 +200,57 @@ def is_concerned(
 
 
 def is_seated(pod: Mapping[str, Any]) -> bool:
-    """A live member with its room: bound, or released by a swap (it names the placeholder whose place
-    it took) and on its way."""
+    """A live member with its room: bound, or released by a swap or onto a seat (it names the placeholder
+    whose place it took, or its seat) and on its way."""
     return (
         not is_gated(pod)
         and not is_terminal(pod)
         and not is_deleting(pod)
-        and (bool(node_name(pod)) or keys.SWAP_PLACEHOLDER in annotations_of(pod))
+        and (bool(node_name(pod)) or is_handed_off(pod))
     )
 
 
+def waits_for_scheduler(pod: Mapping[str, Any]) -> bool:
+    """Whether a scheduler may bind the pod any moment now: pending, released from every gate, unbound."""
+    spec = pod.get("spec", {})
+    unbound = not spec.get("nodeName") and not spec.get("schedulingGates")
+    return unbound and phase(pod) == "Pending" and not is_deleting(pod)
+
+
+def may_take_room(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod could take the room a swap frees or a seat holds, so that the hand-off must be
+    guarded by a nomination: it waits for a scheduler and was not handed a node's room by yuniplace
+    (those members go to their own)."""
+    return waits_for_scheduler(pod) and not is_handed_off(pod)
+
+
+def competes_for_room(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod may take free room any moment now, room admission would otherwise seat a gang's
+    members on: it may take room, and has not already been found to fit nowhere (seating others
+    cannot make it fit)."""
+    return may_take_room(pod) and not is_unschedulable(pod)
+
+
+def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """kube-scheduler (or another) tried the pod and found no node for it."""
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in pod.get("status", {}).get("conditions") or []
+    )
+
+
+def is_handed_off(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod was given a node's room by yuniplace: a swap's placeholder, or a seat."""
+    notes = annotations_of(pod)
+    return keys.SWAP_PLACEHOLDER in notes or keys.SEAT in notes
+
+
 def is_in_flight(pod: Mapping[str, Any]) -> bool:
-    """A member released by a nominated swap and not bound yet: its node's room is promised to it."""
+    """A member released by a nominated swap (or onto a nominated seat) and not bound yet: its node's
+    room is promised to it."""
     return (
         bool(nominated_node(pod))
-        and keys.SWAP_PLACEHOLDER in annotations_of(pod)
+        and is_handed_off(pod)
         and not is_gated(pod)
         and not node_name(pod)
         and not is_terminal(pod)
@@ -226,7 +268,10 @@ def is_unserved(pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCH
     return not any(c.get("type") == "PodScheduled" for c in pod.get("status", {}).get("conditions") or [])
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_time(text: str | None) -> float | None:
+    """An API timestamp in seconds. Remembered: the pods of a gang share their creation second, and
+    ordering an application's pods reads each of them on every reconcile."""
     if not text:
         return None
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
@@ -250,7 +295,7 @@ def scheduled_at(pod: Mapping[str, Any]) -> float | None:
     return None
 
 
-_KEPT_METADATA = (
+KEPT_METADATA = (
     "name",
     "namespace",
     "uid",
@@ -261,7 +306,7 @@ _KEPT_METADATA = (
     "creationTimestamp",
     "deletionTimestamp",
 )
-_KEPT_SPEC = (
+KEPT_SPEC = (
     "nodeName",
     "schedulingGates",
     "priorityClassName",
@@ -272,13 +317,15 @@ _KEPT_SPEC = (
     "affinity",
     "serviceAccountName",
 )
+KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions")  # of the conditions, PodScheduled only
+KEPT_CONTAINER = ("name", "resources", "restartPolicy")
 # Besides, each pod keeps the fields its gang's dialect reads (GangDialect.spec_fields), and only
 # those: every pod carries the default tolerations, say, and keeping them for all would cost megabytes
 # at tens of thousands of pods.
 
 
 def _resources_only(containers: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    return [{k: c[k] for k in ("name", "resources", "restartPolicy") if k in c} for c in containers or []]
+    return [{k: c[k] for k in KEPT_CONTAINER if k in c} for c in containers or []]
 
 
 def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
@@ -286,19 +333,19 @@ def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     metadata = pod.get("metadata", {})
     spec = pod.get("spec", {})
     status = pod.get("status", {})
-    kept_spec: dict[str, Any] = {k: spec[k] for k in _KEPT_SPEC if k in spec}
+    kept_spec: dict[str, Any] = {k: spec[k] for k in KEPT_SPEC if k in spec}
     dialect = (identity or identify(pod)).dialect
     if dialect is not None:
         kept_spec.update({k: spec[k] for k in dialect.spec_fields if k in spec})
     kept_spec["containers"] = _resources_only(spec.get("containers"))
     if spec.get("initContainers"):
         kept_spec["initContainers"] = _resources_only(spec.get("initContainers"))
-    kept_status: dict[str, Any] = {k: status[k] for k in ("phase", "nominatedNodeName", "reason") if k in status}
+    kept_status: dict[str, Any] = {k: status[k] for k in KEPT_STATUS if k in status and k != "conditions"}
     scheduled = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
     if scheduled:
         kept_status["conditions"] = scheduled
     return {
-        "metadata": {k: metadata[k] for k in _KEPT_METADATA if k in metadata},
+        "metadata": {k: metadata[k] for k in KEPT_METADATA if k in metadata},
         "spec": kept_spec,
         "status": kept_status,
     }

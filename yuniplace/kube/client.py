@@ -35,6 +35,8 @@ from yuniplace.kube.errors import (
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
+Decode = Callable[[bytes], Any]
+"""Turns a response body into the object the caller reads: json.loads, or a typed decoder."""
 CallObserver = Callable[[str, str, str], None]
 """Told (verb, resource, outcome) for every API call: resource as RBAC names it ("pods",
 "pods/status", "events", "leases"), outcome the status code or "error" (no answer)."""
@@ -159,9 +161,11 @@ class KubeClient:
         content_type: str | None = None,
         timeout_s: float = REQUEST_TIMEOUT_S,
         retry: bool = True,
+        decode: Decode = json.loads,
     ) -> JsonObject:
-        """One API call returning the decoded JSON body. Throttling, server errors and broken
-        connections are retried for up to RETRY_DEADLINE_S; every other error is raised typed."""
+        """One API call returning the decoded JSON body (`decode`: a typed decoder that keeps only what
+        the caller reads). Throttling, server errors and broken connections are retried for up to
+        RETRY_DEADLINE_S; every other error is raised typed."""
 
         def once() -> JsonObject:
             response = self._send(method, path, query=query, body=body, content_type=content_type, timeout_s=timeout_s)
@@ -169,7 +173,7 @@ class KubeClient:
                 payload = response.read()
             finally:
                 response.release_conn()
-            return json.loads(payload) if payload else {}
+            return decode(payload) if payload else {}
 
         if not retry:
             return once()
@@ -186,19 +190,21 @@ class KubeClient:
         self, path: str, *, query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
     ) -> urllib3.BaseHTTPResponse:
         """Open a streaming GET (a watch). No retry: the caller owns reconnection, reads the body with
-        `json_lines` and releases the connection; `shutdown()` on it from another thread ends a read."""
+        `lines_of` and releases the connection; `shutdown()` on it from another thread ends a read."""
         return self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s)
 
     # -- verbs ------------------------------------------------------------------------------------
 
-    def get(self, path: str, **query: Any) -> JsonObject:
-        return self.request("GET", path, query=query)
+    def get(self, path: str, *, decode: Decode = json.loads, **query: Any) -> JsonObject:
+        return self.request("GET", path, query=query, decode=decode)
 
-    def create(self, path: str, body: JsonObject, **query: Any) -> JsonObject:
-        return self.request("POST", path, body=body, query=query)
+    def create(self, path: str, body: JsonObject, *, decode: Decode = json.loads, **query: Any) -> JsonObject:
+        return self.request("POST", path, body=body, query=query, decode=decode)
 
-    def patch(self, path: str, body: Any, *, content_type: str = MERGE_PATCH, **query: Any) -> JsonObject:
-        return self.request("PATCH", path, body=body, content_type=content_type, query=query)
+    def patch(
+        self, path: str, body: Any, *, content_type: str = MERGE_PATCH, decode: Decode = json.loads, **query: Any
+    ) -> JsonObject:
+        return self.request("PATCH", path, body=body, content_type=content_type, query=query, decode=decode)
 
     def delete(self, path: str, body: JsonObject | None = None, **query: Any) -> JsonObject:
         return self.request("DELETE", path, body=body, query=query)
@@ -208,15 +214,15 @@ class KubeClient:
         return self._host
 
 
-def json_lines(response: urllib3.BaseHTTPResponse) -> Iterator[JsonObject]:
-    """Decode a newline-delimited JSON body as it arrives."""
+def lines_of(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The lines of a newline-delimited JSON body (a watch), as they arrive, for the caller to decode."""
     buffer = b""
     for chunk in response.stream(65536, decode_content=True):
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             if line.strip():
-                yield json.loads(line)
+                yield line
 
 
 def resource_of(path: str) -> str:

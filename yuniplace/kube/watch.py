@@ -9,15 +9,16 @@ and always release the connection.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import random
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, cast
 
 import urllib3
 
-from yuniplace.kube.client import JsonObject, KubeClient, json_lines
+from yuniplace.kube.client import JsonObject, KubeClient, lines_of
 from yuniplace.kube.errors import ApiError, Gone
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,29 @@ OnEvent = Callable[[str, JsonObject], None]
 """Receives ADDED / MODIFIED / DELETED with the object."""
 
 
+class Decoding(Protocol):
+    """How a collection's watch events and list pages are decoded: whole, or typed to the fields read."""
+
+    def event(self, line: bytes) -> JsonObject: ...
+
+    def page(self, body: bytes) -> JsonObject: ...
+
+
+class WholeJson:
+    """Every field of every object, as json.loads reads it."""
+
+    @staticmethod
+    def event(line: bytes) -> JsonObject:
+        return cast(JsonObject, json.loads(line))
+
+    @staticmethod
+    def page(body: bytes) -> JsonObject:
+        return cast(JsonObject, json.loads(body))
+
+
+WHOLE_JSON = WholeJson()
+
+
 class ListWatch:
     """Feeds a collection's state to callbacks until `stop()`; run it in a thread of its own."""
 
@@ -46,6 +70,7 @@ class ListWatch:
         selectors: Mapping[str, str] | None = None,
         name: str = "",
         trim: Callable[[JsonObject], JsonObject] | None = None,
+        decoding: Decoding = WHOLE_JSON,
     ) -> None:
         self._client = client
         self._path = path
@@ -56,6 +81,7 @@ class ListWatch:
         # Applied to each listed object as its page arrives: a list of tens of thousands of objects
         # then never sits in memory whole at full size (its peak would stay as the process's size).
         self._trim = trim
+        self._decoding = decoding
         self._stopped = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
         self._resource_version: str | None = None
@@ -74,7 +100,7 @@ class ListWatch:
         items: list[JsonObject] = []
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **self._selectors}
         while True:
-            page = self._client.get(self._path, **query)
+            page = self._client.get(self._path, decode=self._decoding.page, **query)
             page_items = page.get("items", [])
             items.extend(page_items if self._trim is None else map(self._trim, page_items))
             metadata = page.get("metadata", {})
@@ -98,7 +124,8 @@ class ListWatch:
         response = self._client.open_stream(self._path, query=query, timeout_s=READ_TIMEOUT_S)
         self._response = response
         try:
-            for event in json_lines(response):
+            for line in lines_of(response):
+                event = self._decoding.event(line)
                 kind, obj = event.get("type"), event.get("object", {})
                 if kind == "ERROR":
                     if obj.get("code") == 410:

@@ -50,6 +50,8 @@ class Reason(enum.StrEnum):
     PLACEHOLDER_ALLOCATED = "PlaceholderAllocated", "Reserve", NORMAL
     GANG_RESERVATION_COMPLETE = "GangReservationComplete", "Reserve", NORMAL
     PLACEHOLDER_SWAPPED = "PlaceholderSwapped", "Swap", NORMAL
+    GANG_STARTING = "GangStarting", "Start", NORMAL
+    GANG_STARTED = "GangStarted", "Start", NORMAL
     TASK_GROUP_RESOURCE_MISMATCH = "TaskGroupResourceMismatch", "Swap", WARNING
     # A timeout is a warning; releasing the placeholders a running application left unused is not.
     PLACEHOLDER_TIMEOUT = "PlaceholderTimeOut", "Timeout", WARNING, NORMAL

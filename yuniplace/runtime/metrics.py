@@ -45,6 +45,13 @@ class Metrics:
             buckets=DURATION_BUCKETS_S,
             registry=r,
         )
+        self.gang_starts = Counter(
+            "yuniplace_gang_starts_total",
+            "Gangs that began to start, by path (direct: on the nodes admission chose, no placeholders; "
+            "placeholders: reserved with placeholders first).",
+            ["path"],
+            registry=r,
+        )
         self.swaps = Counter(
             "yuniplace_swaps_total",
             "Real pods swapped into a reservation, by outcome (landed: on the reserved node; moved: elsewhere).",

@@ -82,9 +82,9 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     if record.reservation_started is not None:
         row["age_s"] = round(now - record.reservation_started)
     for group in app.spec.groups:
-        placed = sum(1 for ph in app.placeholders if p.task_group_name(ph) == group.name and p.node_name(ph))
-        # Members with their room: swapped in, or scheduled normally (one larger than its placeholders).
-        members = sum(1 for m in app.members if p.task_group_name(m) == group.name and p.is_seated(m))
+        placed = sum(1 for ph in app.placeholders if app.group_of(ph) == group.name and p.node_name(ph))
+        # Members with their room: swapped in or seated, or scheduled normally (one larger than its placeholders).
+        members = sum(1 for m in app.members if app.group_of(m) == group.name and p.is_seated(m))
         row["groups"].append(
             {"name": group.name, "reserved": min(group.min_member, placed + members), "required": group.min_member}
         )

@@ -254,6 +254,17 @@ The admission mode, checked: `capacity` (the default) or `off`. YAML reads a bar
 {{- end }}
 
 {{/*
+placeholders, checked: when-needed or always.
+*/}}
+{{- define "yuniplace.placeholders" -}}
+{{- $mode := .Values.placeholders | toString -}}
+{{- if not (has $mode (list "when-needed" "always")) -}}
+{{- fail (printf "placeholders must be when-needed or always, not %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end }}
+
+{{/*
 webhook.rewriteSchedulerName, checked: auto, always or never (true and false read as always and never).
 */}}
 {{- define "yuniplace.rewriteSchedulerName" -}}
