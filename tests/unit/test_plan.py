@@ -764,6 +764,57 @@ def test_a_deleting_originator_is_no_originator() -> None:
     assert plan.state == AppState.PENDING
 
 
+def worker(name: str, **overrides: Any) -> Pod:
+    """A pod of a Job gang: every pod carries the task groups, so any may be the originator."""
+    fields: dict[str, Any] = {"task_groups": GROUPS, "group": "exec"}
+    return make_pod(name, **fields | overrides)
+
+
+def test_a_started_gang_whose_originator_went_runs_on_without_reserving_again() -> None:
+    """The pod with the record is gone (its Job deleted, say); the next pod with the task groups has no
+    record of its own. Its gang started: no second reservation beside the members in their seats, and a
+    member still held (the Job's replacement of a pod that went) starts as a late member."""
+    gone = worker("w-0", state=AppState.RUNNING, started=NOW - 60, gated=False, node="n0", deleting=True)
+    running = worker("w-1", gated=False, phase="Running", node="n1", created=NOW - 59)
+    replacement = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, running, replacement])
+    assert plan.originator is not None and p.name(plan.originator) == "w-1"
+    assert plan.state == AppState.RUNNING and plan.annotate == {keys.STATE: "Running"}
+    assert plan.create == [] and "TaskGroupMatch" not in reasons(plan)
+    assert names(plan.ungate) == ["w-2"]
+
+
+def test_a_fallen_back_gang_whose_originator_went_stays_fallen_back() -> None:
+    """Its Job deleted, its pods go one by one: the next has no record, its fellows were released without
+    starting (no room: they fell back). No second reservation, no second timeout."""
+    gone = worker("w-0", state=AppState.RESUMING, started=NOW - 200, gated=False, deleting=True)
+    released = worker("w-1", gated=False, created=NOW - 199)
+    held = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, released, held])
+    assert p.name(plan.originator or {}) == "w-1"
+    assert plan.state == AppState.RESUMING and plan.create == [] and reasons(plan) == []
+    assert names(plan.ungate) == ["w-2"]
+
+
+def test_a_failed_gang_whose_originator_went_fails_its_new_pods_too() -> None:
+    gone = worker("w-0", state=AppState.FAILED, started=NOW - 200, gated=False, phase="Failed", deleting=True)
+    failed = worker("w-1", gated=False, phase="Failed", created=NOW - 199)
+    failed["status"]["reason"] = "ResourceReservationTimeout"
+    replacement = worker("w-2", created=NOW - 5)
+    plan = plan_of([gone, failed, replacement])
+    assert p.name(plan.originator or {}) == "w-1"  # the oldest pod with the task groups, failed itself
+    assert plan.state == AppState.FAILED and plan.create == []
+    assert [(p.name(f.pod), f.reason) for f in plan.fail] == [("w-2", "ApplicationFailed")]
+
+
+def test_a_gang_whose_pods_all_came_back_is_reserved_again() -> None:
+    """A Job whose every pod was evicted comes back with new pods, none started: a reservation anew."""
+    pods = [worker(f"w-{i}", created=NOW - 5) for i in range(2)] + [driver(created=NOW - 4)]
+    plan = plan_of(pods)
+    assert plan.state == AppState.RESERVING and len(plan.create) == 3
+    assert "TaskGroupMatch" in reasons(plan)
+
+
 # -- no originator --------------------------------------------------------------------------------
 
 
@@ -1023,6 +1074,34 @@ def test_a_reclaimed_gang_is_evicted_once_and_its_event_counts_its_pods() -> Non
         assert len(plan.evict) == members
     gone = planned(gang(2, deleting=True))
     assert (gone.events, gone.evict) == ([], [])
+
+
+def test_a_gang_reclaimed_while_its_members_swap_in_is_evicted_whole_not_given_back() -> None:
+    """Its placeholders were deleted and its members released (each names the placeholder whose place it
+    took) when the reclaim came; none is bound yet. Giving the reservation back would leave them to
+    bind without it and, after the backoff, reserve a second time beside them: it goes whole instead."""
+    pods = [
+        driver(
+            state=AppState.RESERVED,
+            started=NOW - 5,
+            first_allocated=NOW - 4,
+            gated=False,
+            swap_placeholder=ph_name("driver", 0),
+        ),
+        executor(0, gated=False, swap_placeholder=ph_name("exec", 0)),
+        executor(1, gated=False, swap_placeholder=ph_name("exec", 1)),
+    ]
+    app = Application.of(KEY, pods, limits=Limits())
+    assert app.started()
+    plan = Planner(app, NOW, Settings(), Surroundings(reclaimed="queue root.a takes back room")).plan()
+    assert plan.state == AppState.RESERVED and keys.RETRY_AFTER not in plan.annotate
+    assert names(plan.evict) == ["driver", "exec-0", "exec-1"]
+    assert [e.note for e in plan.events] == ["queue root.a takes back room: evicting its 3 pods"]
+
+
+def test_a_gang_holding_only_placeholders_has_not_started() -> None:
+    pods = [driver(state=AppState.RESERVED, started=NOW - 5), executor(0), executor(1), *all_placeholders(bound=True)]
+    assert not Application.of(KEY, pods, limits=Limits()).started()
 
 
 def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists() -> None:

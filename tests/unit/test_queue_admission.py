@@ -160,6 +160,23 @@ def test_a_queue_reclaims_its_guarantee_from_the_newest_borrowing_gang_whole() -
     assert world.admission.standing(p.AppKey(NS, "a-old"), pending=False).reclaim is None
 
 
+def test_a_borrowing_gang_whose_members_are_swapping_in_is_taken_back_whole() -> None:
+    """Its placeholders gone, its members released toward their nodes and none bound yet: it has started,
+    so the reclaim evicts it whole rather than take back placeholders it no longer holds."""
+    queues = Queues(QueueSpec("root.a", guaranteed=cores(4)), QueueSpec("root.b", guaranteed=cores(4)))
+    swapping = running("a-new", 3, "a", on=["n1"], created=2)
+    swapping[0]["metadata"]["annotations"][keys.STATE] = "Reserved"
+    for pod in swapping:
+        node = pod["spec"].pop("nodeName")
+        pod["metadata"]["annotations"][keys.SWAP_PLACEHOLDER] = f"tg-{p.name(pod)}"
+        pod["status"] = {"phase": "Pending", "nominatedNodeName": node}
+    pods = [*running("a-old", 3, "a", on=["n0"], created=1), *swapping, in_queue(gang("b-job", 4, created=3), "b")]
+    world = World(nodes(2), pods, queues)
+    assert isinstance(world.ticket("b-job"), Waiting)
+    reclaim = world.admission.standing(p.AppKey(NS, "a-new"), pending=False).reclaim
+    assert reclaim is not None and "evicting all its pods, the whole gang" in reclaim.message
+
+
 def test_of_borrowers_created_in_the_same_second_the_one_reserved_last_is_taken_back() -> None:
     """Creation times have whole seconds; reservations began at times the controller wrote to the ms."""
     queues = Queues(QueueSpec("root.a", guaranteed=cores(4)), QueueSpec("root.b", guaranteed=cores(4)))

@@ -50,7 +50,7 @@ class App:
     priority: int = 0  # its pods' priority, which orders it within a queue that orders by priority
     pool: Pool = field(default_factory=Pool)
     held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
-    running: bool = False  # its originator runs: taking its room back means evicting it
+    running: bool = False  # it started (a member is seated): taking its room back means evicting it
     reserving_since: float | None = None  # when its reservation began: the newest is taken back first
     # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
     # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
@@ -294,7 +294,7 @@ class Sources:
             priority=app.priority,
             pool=Pool() if config.empty else pool_of(config, queue),
             held=view.held(holders) if not config.empty else {},
-            running=bool(p.node_name(originator)),
+            running=app.started(),
             reserving_since=record.reservation_started,
             native=native,
             user=userinfo.of_object(originator) or NOBODY,

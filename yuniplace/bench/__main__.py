@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import controlplane, report, scale, scenarios, topology
+from yuniplace.bench import campaign, controlplane, report, scale, scenarios, topology
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -31,6 +31,8 @@ from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
 
 SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "decode", "scale", "topology")
+# Long runs of their own, only when named: a fault campaign and a soak.
+CAMPAIGNS = ("faults", "soak")
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,30 @@ FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1
 QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK)
 
 
+def _duration(text: str) -> float:
+    """30m, 90s, 1h or a number of seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text and text[-1] in units else (text, 1)
+    try:
+        seconds = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30m, 90s or 1h") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration greater than 0")
+    return seconds
+
+
+def _interval(text: str) -> tuple[float, float]:
+    low, sep, high = text.partition("-")
+    try:
+        bounds = (float(low), float(high if sep else low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MIN-MAX seconds, such as 20-40") from None
+    if not 0 < bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN must be above 0 and at most MAX")
+    return bounds
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="scripts/bench",
@@ -72,7 +98,31 @@ def parser() -> argparse.ArgumentParser:
         help=f"Kubernetes minor version of the clusters (default: {DEFAULT_KUBERNETES})",
     )
     root.add_argument(
-        "--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable; default: all)"
+        "--scenario",
+        action="append",
+        choices=SCENARIOS + CAMPAIGNS,
+        help=f"run only these (repeatable; default: all but {' and '.join(CAMPAIGNS)}, which run only when named)",
+    )
+    long_runs = root.add_argument_group("the fault campaign and the soak")
+    long_runs.add_argument(
+        "--duration",
+        type=_duration,
+        default=campaign.DEFAULT_DURATION_S,
+        metavar="TIME",
+        help="how long gangs arrive (and faults come), e.g. 30m, 8m, 90s (default: 30m)",
+    )
+    long_runs.add_argument(
+        "--seed",
+        type=int,
+        default=campaign.DEFAULT_SEED,
+        help=f"seed of the gangs and the faults: the same seed replays them (default: {campaign.DEFAULT_SEED})",
+    )
+    long_runs.add_argument(
+        "--fault-interval",
+        type=_interval,
+        default=(20.0, 40.0),
+        metavar="MIN-MAX",
+        help="seconds between faults, drawn from this range (default: 20-40)",
     )
     root.add_argument(
         "--cold-build",
@@ -135,6 +185,7 @@ def run_all(
     yunikorn: bool,
     controller_args: Sequence[str] = (),
     kubernetes: str = DEFAULT_KUBERNETES,
+    campaigns: Sequence[campaign.Campaign] = (),
     profiled: bool = False,
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
@@ -312,6 +363,8 @@ def run_all(
             f"{list(shape.sizes)} at {shape.rate_per_s}/s, each running {shape.hold_s:.0f}s"
         )
         results.append(topology.run(binaries, shape, log_dir / "controller-topology.log", controller_args, progress))
+    for long_run in campaigns:
+        results.append(campaign.run(long_run, out_dir, progress))
     return results
 
 
@@ -321,6 +374,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gang_size:
         sizes = dataclasses.replace(sizes, gang_sizes=tuple(args.gang_size))
     chosen = args.scenario or list(SCENARIOS)
+    campaigns = [
+        campaign.Campaign(
+            duration_s=args.duration,
+            seed=args.seed,
+            faults=name == "faults",
+            interval_s=args.fault_interval,
+            kubernetes=args.kubernetes,
+            controller_args=tuple(args.controller_arg),
+        )
+        for name in CAMPAIGNS
+        if name in chosen
+    ]
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("bench-results") / stamp
     environment = {
@@ -331,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "controller_args": args.controller_arg,
         "versions": pinned_versions(module_dir(), args.kubernetes),
+        **({"seed": args.seed} if any(name in chosen for name in CAMPAIGNS) else {}),
     }
     try:
         results = run_all(
@@ -341,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.yunikorn if args.yunikorn is not None else not args.quick,
             args.controller_arg,
             args.kubernetes,
+            campaigns,
             args.profile,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:

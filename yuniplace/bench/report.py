@@ -15,6 +15,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from yuniplace.bench import profile
+from yuniplace.bench.campaignreport import faults_table, soak_chart, soak_table
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -387,6 +388,8 @@ TABLES = {
     "profile": profile_table,
     "scale": scale_table,
     "topology": topology_table,
+    "faults": faults_table,
+    "soak": soak_table,
 }
 
 
@@ -408,6 +411,8 @@ def write(out_dir: Path, results: list[dict[str, Any]], environment: dict[str, A
         if result["scenario"] == "scale":
             scale_chart(result, out_dir / "scale.png")
             sections.append("![controller memory and admission time against nodes](scale.png)\n")
+        if result["scenario"] == "soak" and result["samples"]:
+            soak_chart(result, out_dir / "soak.png")
     markdown = out_dir / "results.md"
     markdown.write_text("\n".join(sections))
     return markdown

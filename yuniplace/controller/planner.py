@@ -42,7 +42,7 @@ from yuniplace.gang.state import TERMINAL, AppState, allowed
 from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Mode, OnTimeout, Style, check_member
 from yuniplace.gang.topology import Domains, pinned
 from yuniplace.queues.pools import confine
-from yuniplace.runtime.events import NORMAL, Reason
+from yuniplace.runtime.events import FAILURE_REASONS, NORMAL, Reason
 
 Pod = p.Pod
 RESYNC_S = 60.0
@@ -128,8 +128,14 @@ class Planner:
         elif app.state == AppState.FAILED and _marked_timed_out(app.originator, app.spec):
             self._keep_timed_out()
         elif p.is_terminal(app.originator) or app.state in TERMINAL:
-            # The application is over: nothing to reserve any more; late members run or fail as it did.
-            plan.state = app.state if app.state in TERMINAL else AppState.COMPLETED
+            # The application is over: nothing to reserve any more; late members run or fail as it did
+            # (as the pods it failed say, when its record went with an originator since gone).
+            if app.state in TERMINAL:
+                plan.state = app.state
+            elif self._successor_state() == AppState.FAILED:
+                plan.state = AppState.FAILED
+            else:
+                plan.state = AppState.COMPLETED
             failure = None
             if plan.state == AppState.FAILED:
                 failure = (
@@ -145,7 +151,10 @@ class Planner:
             self._give_back(self.around.reclaimed)
         else:
             members = self._members_by_group()
-            if app.state in (AppState.PENDING, AppState.RESERVING):
+            successor = self._successor_state()
+            if successor is not None:
+                self._carry_on(successor, members)
+            elif app.state in (AppState.PENDING, AppState.RESERVING):
                 self._reserve(members)
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
                 if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
@@ -372,6 +381,39 @@ class Planner:
         if deadline is not None:
             self.plan_.requeue_after_s = max(0.0, deadline - self.now)
         return Group.WAITING
+
+    def _successor_state(self) -> AppState | None:
+        """Where the gang stands when the pod that carried its record went away (deleted, evicted, its Job
+        cleaned up) and another pod with the task groups is the originator now, with no record of its
+        own; None when the originator keeps a record or the gang never got past its gate. Its members
+        tell: one failed by yuniplace, the gang failed; another started, it runs; another released
+        without starting, it fell back. Reserving again would put placeholders beside the members in
+        their seats, or give a gang that fell back a second timeout."""
+        app, originator = self.app, self.originator
+        if app.record.kept:
+            return None
+        if any(p.phase(m) == "Failed" and p.status_reason(m) in FAILURE_REASONS for m in app.members):
+            return AppState.FAILED
+        others = [m for m in app.members if p.uid(m) != p.uid(originator)]
+        if any(p.node_name(m) or p.is_terminal(m) for m in others):
+            return AppState.RUNNING
+        if any(not p.is_gated(m) for m in others):
+            return AppState.RESUMING
+        return None
+
+    def _carry_on(self, state: AppState, members: dict[str, list[Pod]]) -> None:
+        """Take up a gang whose record went with its originator where it stands: its members still held
+        (a Job's replacement of a pod that went) start as late members do, or fail as it did."""
+        self.plan_.state = state
+        if state == AppState.RUNNING:
+            self._swap(members)
+        elif state == AppState.FAILED:
+            key = self.app.key
+            self._release_everything(
+                failure=(Reason.APPLICATION_FAILED, f"application {key.app_id} has failed; see its pods' events")
+            )
+        else:
+            self._release_everything()
 
     # -- reserving ------------------------------------------------------------------------------------
 
@@ -632,7 +674,7 @@ class Planner:
         one that only holds placeholders gives them back and queues again."""
         app = self.app
         members = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
-        if not any(p.node_name(m) for m in members):
+        if not app.started():
             if any(p.is_deleting(m) and p.node_name(m) for m in app.members):
                 return  # evicted already: its pods are on their way out
             self._retry(Reason.GANG_PREEMPTED, f"{why}: giving its reservation back")

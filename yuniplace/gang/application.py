@@ -173,6 +173,12 @@ class Application:
     def live_placeholders(self) -> list[Pod]:
         return [ph for ph in self.placeholders if not p.is_deleting(ph)]
 
+    def started(self) -> bool:
+        """Whether the gang got past its reservation: a member of it is seated (bound, or swapped in and
+        on its way). Taking its room back then means evicting it whole: giving its placeholders back
+        would leave the members it released running without it."""
+        return any(p.is_seated(m) for m in self.members)
+
     def nodes_in_flight(self) -> set[str]:
         """Nodes one of its members, released by a nominated swap, is on its way to."""
         return {node for m in self.members if p.is_in_flight(m) and (node := p.nominated_node(m))}

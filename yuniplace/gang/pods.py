@@ -164,6 +164,12 @@ def phase(pod: Mapping[str, Any]) -> str:
     return str(pod.get("status", {}).get("phase") or "Pending")
 
 
+def status_reason(pod: Mapping[str, Any]) -> str | None:
+    """Why the pod is in its phase, as whoever set it says (yuniplace, for a pod it failed)."""
+    reason = pod.get("status", {}).get("reason")
+    return str(reason) if reason else None
+
+
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return phase(pod) in TERMINAL_PHASES
 
@@ -191,6 +197,17 @@ def is_concerned(
     if scheduler_name(pod) not in schedulers:
         return False
     return identity.describes_gang or identity.group is not None or is_gated(pod)
+
+
+def is_seated(pod: Mapping[str, Any]) -> bool:
+    """A live member with its room: bound, or released by a swap or onto a seat (it names the placeholder
+    whose place it took, or its seat) and on its way."""
+    return (
+        not is_gated(pod)
+        and not is_terminal(pod)
+        and not is_deleting(pod)
+        and (bool(node_name(pod)) or is_handed_off(pod))
+    )
 
 
 def waits_for_scheduler(pod: Mapping[str, Any]) -> bool:

@@ -33,6 +33,9 @@ class Record:
     retry_after: float | None = None  # when the next attempt may begin
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
     domains: Domains = field(default_factory=Domains)  # the topology domains admission chose, kept through it
+    # Whether the originator carries a state at all: a pod of the application that took over from an
+    # originator gone (deleted, evicted) carries none, whatever became of the gang.
+    kept: bool = False
 
 
 def _time(notes: Mapping[str, str], key: str, problems: list[Problem]) -> float | None:
@@ -90,6 +93,7 @@ def read_record(notes: Mapping[str, str]) -> Record:
         retry_after=_time(notes, keys.RETRY_AFTER, problems),
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
         domains=_domains(notes, problems),
+        kept=keys.STATE in notes,
     )
     if problems:
         raise InvalidGang(problems)

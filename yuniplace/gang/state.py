@@ -23,7 +23,8 @@ class AppState(enum.Enum):
 S = AppState
 TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     # Pending -> Reserved or Running: placeholders found already placed (another originator began the
-    # reservation), the originator possibly running already.
+    # reservation), the originator possibly running already; or the gang started under an originator
+    # since gone, whose successor carries no record.
     S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     # Reserving -> Running: the last placeholder is placed while the originator (not a gang member
     # itself, so never held) already runs.

@@ -1,4 +1,4 @@
-"""`scripts/cluster`: start, inspect and stop local clusters from the shell."""
+"""`scripts/cluster`: start, inspect and stop local clusters, or one of their components, from the shell."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES, BuildError, ensure_built
-from yuniplace.localcluster.cluster import DEFAULT_NAME, ClusterError, LocalCluster
+from yuniplace.localcluster.cluster import COMPONENTS, DEFAULT_NAME, ClusterError, LocalCluster
 from yuniplace.localcluster.components import Features
 from yuniplace.localcluster.kind import KindCluster, KindError
 from yuniplace.localcluster.kindimage import ensure_all
@@ -131,6 +131,21 @@ def parser() -> argparse.ArgumentParser:
         if command != "status":
             sub.add_argument("--kind", action="store_true", help="the kind cluster of that name")
 
+    for command, text in (
+        ("stop", "stop one component, leaving the others (and etcd's data) as they are"),
+        ("start", "start a stopped component again, on its ports with its flags, and wait until it is healthy"),
+        ("restart", "stop one component and start it again"),
+    ):
+        sub = commands.add_parser(command, help=text)
+        sub.add_argument("--name", default=DEFAULT_NAME, help=name_help)
+        sub.add_argument("--component", required=True, choices=COMPONENTS, help="the component")
+        if command != "start":
+            sub.add_argument("--kill", action="store_true", help="SIGKILL, as a crash ends it (default: SIGTERM)")
+        if command != "stop":
+            sub.add_argument(
+                "--timeout", type=float, default=90.0, help="seconds it may take to be healthy (default: 90)"
+            )
+
     build = commands.add_parser(
         "build", help="build (or find in the cache) the control-plane binaries and print their folder"
     )
@@ -181,6 +196,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             cluster.up([pool], kubernetes=args.kubernetes, features=features, timeout_s=args.timeout)
         elif args.command == "down":
             cluster.down()
+        elif args.command == "stop":
+            cluster.stop_component(args.component, kill=args.kill)
+            print(f"{args.component} of cluster {args.name!r} stopped.", file=sys.stderr)
+        elif args.command == "start":
+            cluster.start_component(args.component, timeout_s=args.timeout)
+            print(f"{args.component} of cluster {args.name!r} started and healthy.", file=sys.stderr)
+        elif args.command == "restart":
+            cluster.restart_component(args.component, kill=args.kill, timeout_s=args.timeout)
+            print(f"{args.component} of cluster {args.name!r} restarted and healthy.", file=sys.stderr)
         elif args.command == "status":
             status = cluster.status()
             print(json.dumps(status, indent=2))

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ POLL_INTERVAL_S = 0.1
 STOP_TIMEOUT_S = 15.0
 LOG_TAIL_LINES = 30
 PORT_RANGE_START = 20000
+# The parts of the control plane that can be stopped and started one at a time, in the order `up` starts them.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 # Client identities: user (CN) and group (O) as the apiserver's x509 authenticator reads them.
 IDENTITIES = {
@@ -100,9 +102,16 @@ class Process:
     pid: int
     start_ticks: int
     log: str
+    # How it was started, so a component stopped on purpose comes back exactly as it was.
+    argv: list[str] = field(default_factory=list)
+    health_url: str = ""
 
     def alive(self) -> bool:
         return _start_ticks(self.pid) == self.start_ticks
+
+    @property
+    def component(self) -> comp.Component:
+        return comp.Component(self.name, self.argv, self.health_url)
 
 
 def _gone(process: Process) -> bool:
@@ -158,9 +167,15 @@ class LocalCluster:
             raise ClusterError(f"cluster {self.name!r} is not running (scripts/cluster up --name {self.name})")
         return Path(state["bin_dir"])
 
+    def stopped(self) -> list[Process]:
+        """Components stopped on purpose (`stop_component`), to be started again as they were."""
+        state = self._read_state() or {}
+        return [Process(**p) for p in state.get("stopped", [])]
+
     def is_running(self) -> bool:
+        """Every component runs: none exited, none stopped."""
         processes = self.processes()
-        return bool(processes) and all(p.alive() for p in processes)
+        return bool(processes) and all(p.alive() for p in processes) and not self.stopped()
 
     def client(self) -> KubeClient:
         return KubeClient.from_kubeconfig(str(self.kubeconfig))
@@ -183,6 +198,12 @@ class LocalCluster:
         if self.is_running():
             raise ClusterError(
                 f"cluster {self.name!r} is already running (scripts/cluster down --name {self.name} stops it)"
+            )
+        if any(p.alive() for p in self.processes()) and self.stopped():
+            names = ", ".join(p.name for p in self.stopped())
+            raise ClusterError(
+                f"cluster {self.name!r} is running with {names} stopped (scripts/cluster start --component NAME "
+                f"--name {self.name} starts it again; scripts/cluster down --name {self.name} stops the cluster)"
             )
         self.down(quiet=True)
         binaries = binaries or ensure_built(kubernetes)
@@ -317,7 +338,8 @@ class LocalCluster:
         ticks = _start_ticks(child.pid)
         if ticks is None:
             raise ClusterError(f"{component.name} exited at once:\n{_tail(log)}")
-        state["processes"].append(Process(component.name, child.pid, ticks, str(log)).__dict__)
+        process = Process(component.name, child.pid, ticks, str(log), component.argv, component.health_url)
+        state["processes"].append(process.__dict__)
         self._write_state(state)
 
     def spawn(self, name: str, argv: list[str], health_url: str, *, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:
@@ -385,15 +407,65 @@ class LocalCluster:
                 f"{_tail(log)}"
             ) from None
 
+    # -- one component at a time ------------------------------------------------------------------
+
+    def _running_state(self, component: str) -> dict[str, Any]:
+        """The state of a running cluster, for stopping or starting one of its components."""
+        if component not in COMPONENTS:
+            raise ClusterError(f"unknown component {component!r}: the components are {', '.join(COMPONENTS)}")
+        state = self._read_state()
+        if state is None or not any(p.alive() for p in self.processes()):
+            raise ClusterError(f"cluster {self.name!r} is not running (scripts/cluster up --name {self.name})")
+        return state
+
+    def stop_component(self, component: str, *, kill: bool = False) -> None:
+        """Stop one component and leave the others running: SIGTERM (SIGKILL if it outlives
+        STOP_TIMEOUT_S), or at once SIGKILL with `kill`, as a crash ends it. Its files stay (etcd's
+        data directory too), so `start_component` brings it back as it was."""
+        state = self._running_state(component)
+        entry = next((e for e in state["processes"] if e["name"] == component), None)
+        if entry is None:
+            raise ClusterError(
+                f"{component} of cluster {self.name!r} is already stopped "
+                f"(scripts/cluster start --component {component} --name {self.name} starts it)"
+            )
+        self._stop_processes([Process(**entry)], kill=kill)
+        state["processes"].remove(entry)
+        state.setdefault("stopped", []).append(entry)
+        self._write_state(state)
+
+    def start_component(self, component: str, *, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:
+        """Start a stopped (or exited) component again with the command line it had, so on the same
+        ports with the same flags, and wait until it is healthy."""
+        state = self._running_state(component)
+        entry = next((e for e in state["processes"] if e["name"] == component), None)
+        if entry is not None and Process(**entry).alive():
+            raise ClusterError(
+                f"{component} of cluster {self.name!r} is already running "
+                f"(scripts/cluster stop --component {component} --name {self.name} stops it)"
+            )
+        if entry is None:
+            entry = next(e for e in state.get("stopped", []) if e["name"] == component)
+            state["stopped"].remove(entry)
+        else:
+            state["processes"].remove(entry)  # exited on its own
+        self._launch(Process(**entry).component, state, timeout_s)
+
+    def restart_component(self, component: str, *, kill: bool = False, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:
+        """Stop a component and start it again at once (see stop_component and start_component)."""
+        self.stop_component(component, kill=kill)
+        self.start_component(component, timeout_s=timeout_s)
+
     # -- down -------------------------------------------------------------------------------------
 
-    def _stop_processes(self, processes: list[Process]) -> None:
-        """SIGTERM each component's process group (newest first), SIGKILL what outlives the timeout.
-        Only processes whose PID and start time match what we started are touched."""
+    def _stop_processes(self, processes: list[Process], *, kill: bool = False) -> None:
+        """SIGTERM each component's process group (newest first), SIGKILL what outlives the timeout;
+        with `kill`, SIGKILL at once. Only processes whose PID and start time match what we started
+        are touched."""
         live = [p for p in reversed(processes) if p.alive()]
         for process in live:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
+                os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in live:
             try:
@@ -424,6 +496,7 @@ class LocalCluster:
         if state is None:
             return {"name": self.name, "running": False}
         components = {p.name: ("running" if p.alive() else "exited") for p in self.processes()}
+        components.update({p.name: "stopped" for p in self.stopped()})
         result: dict[str, Any] = {
             "name": self.name,
             "running": bool(components) and all(s == "running" for s in components.values()),

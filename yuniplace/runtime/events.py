@@ -72,6 +72,10 @@ class Reason(enum.StrEnum):
     NATIVE_GANG = "NativeGang", "Observe", NORMAL
 
 
+# A pod yuniplace failed carries one of its reasons as its status reason.
+FAILURE_REASONS = frozenset(reason.value for reason in Reason)
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -86,14 +86,7 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     for group in app.spec.groups:
         placed = sum(1 for ph in app.placeholders if app.group_of(ph) == group.name and p.node_name(ph))
         # Members with their room: swapped in or seated, or scheduled normally (one larger than its placeholders).
-        members = sum(
-            1
-            for m in app.members
-            if app.group_of(m) == group.name
-            and not p.is_gated(m)
-            and not p.is_terminal(m)
-            and (p.node_name(m) or p.is_handed_off(m))
-        )
+        members = sum(1 for m in app.members if app.group_of(m) == group.name and p.is_seated(m))
         row["groups"].append(
             {"name": group.name, "reserved": min(group.min_member, placed + members), "required": group.min_member}
         )

@@ -1,0 +1,124 @@
+"""The fault campaign's parts that need no cluster: the seeded stream of gangs and what it submits, the
+observer folding pod versions into traces, the queues it configures, and its command line."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from tests import builders
+from yuniplace.bench import campaign, stream
+from yuniplace.bench.__main__ import parser
+from yuniplace.bench.invariants import EVICTED
+from yuniplace.bench.observer import new_trace, take_in
+from yuniplace.gang import keys
+from yuniplace.gang.pods import format_time
+from yuniplace.queues.yunikorn import read_queues_yaml
+
+NAMESPACES = ("team-a", "team-b")
+
+
+def plans(seed: str, count: int = 40) -> list[stream.GangPlan]:
+    rng = random.Random(seed)
+    return [stream.draw(rng, index, NAMESPACES) for index in range(count)]
+
+
+def test_a_seed_replays_the_same_gangs_and_another_does_not() -> None:
+    assert plans("stream-24") == plans("stream-24")
+    assert plans("stream-24") != plans("stream-25")
+
+
+def test_the_stream_mixes_every_kind_of_gang() -> None:
+    drawn = plans("stream-24", 200)
+    assert {p.kind for p in drawn} == {"pods", "job"}
+    assert {p.style for p in drawn if p.kind == "pods"} == {"Soft", "Hard"}
+    assert {p.style for p in drawn if p.kind == "job"} == {"Soft"}  # a Job would replace pods failed by Hard
+    assert any(not p.fits for p in drawn) and any(p.delete_after_s for p in drawn)
+    assert any(len(p.groups) > 2 for p in drawn if p.kind == "pods")
+    assert {p.namespace for p in drawn} == set(NAMESPACES)
+
+
+def test_a_spark_like_gang_has_its_task_groups_on_its_driver_only() -> None:
+    plan = next(p for p in plans("stream-24") if p.kind == "pods")
+    pods = [body for _, body in stream.manifests(plan)]
+    assert len(pods) == plan.members
+    driver = pods[0]
+    assert driver["metadata"]["name"] == plan.originator
+    groups = json.loads(driver["metadata"]["annotations"][keys.TASK_GROUPS])
+    assert {g["name"]: g["minMember"] for g in groups} == plan.gang().groups
+    assert all(keys.TASK_GROUPS not in pod["metadata"]["annotations"] for pod in pods[1:])
+    assert all("schedulingGates" not in pod["spec"] for pod in pods)  # the webhook gates them
+    assert f"gangSchedulingStyle={plan.style}" in driver["metadata"]["annotations"][keys.SCHEDULING_POLICY_PARAMETERS]
+
+
+def test_a_job_gang_ignores_evictions_and_keeps_running_when_it_has_a_lifetime() -> None:
+    plan = next(p for p in plans("stream-24") if p.kind == "job" and p.lifetime_s is not None)
+    for path, job in stream.manifests(plan):
+        assert path == f"/apis/batch/v1/namespaces/{plan.namespace}/jobs"
+        assert job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [{"type": "DisruptionTarget"}]
+        notes = job["spec"]["template"]["metadata"]["annotations"]
+        assert keys.TASK_GROUPS in notes and notes["kwok.yuniplace.io/completes"] == "never"
+    assert plan.originator is None
+
+
+def test_the_observer_follows_a_member_from_gated_to_evicted() -> None:
+    started = format_time(1000.0)
+    gated = builders.member(
+        "m", app="app", group="workers", uid="u1", gates=[keys.GATE], annotations={keys.RESERVATION_STARTED: started}
+    )
+    trace = new_trace(gated, 10.0)
+    assert trace is not None and trace.app == "ns/app" and trace.group == "workers" and not trace.placeholder
+    take_in(trace, gated, 10.0)
+    running = builders.member(
+        "m",
+        app="app",
+        group="workers",
+        uid="u1",
+        node="n1",
+        phase="Running",
+        annotations={keys.STATE: "Running", keys.SWAP_PLACEHOLDER: "tg-1"},
+    )
+    take_in(trace, running, 12.0)
+    evicted = {**running, "metadata": {**running["metadata"], "deletionTimestamp": "x"}}
+    evicted["status"] = {
+        "phase": "Running",
+        "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": EVICTED}],
+    }
+    take_in(trace, evicted, 20.0)
+    assert (trace.gated_since, trace.ungated_at, trace.bound_at, trace.node) == (10.0, 12.0, 12.0, "n1")
+    assert trace.reservation_started == 1000.0 and trace.states == [(12.0, "Running")]
+    assert trace.claims == "tg-1" and trace.deleting_at == 20.0 and trace.disruption == EVICTED
+    assert trace.terminal_at is None
+
+
+def test_a_pod_of_no_application_is_not_traced() -> None:
+    assert new_trace(builders.pod("plain", uid="u"), 1.0) is None
+
+
+def test_the_campaigns_queues_are_a_configuration_yuniplace_accepts() -> None:
+    config = read_queues_yaml(campaign.queues_yaml(8))
+    assert {"root.team-a", "root.team-b"} <= set(config.queues)
+    assert config.queues["root.team-a"].guaranteed["cpu"] == 32_000
+    assert not config.warnings
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30m", 1800.0), ("90s", 90.0), ("1h", 3600.0), ("45", 45.0)])
+def test_durations_read_as_people_write_them(text: str, seconds: float) -> None:
+    assert parser().parse_args(["--scenario", "faults", "--duration", text]).duration == seconds
+
+
+def test_a_bad_duration_or_interval_is_refused_with_what_was_expected(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--duration", "soon"])
+    assert "not a duration such as 30m" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--fault-interval", "40-20"])
+    assert "MIN must be above 0 and at most MAX" in capsys.readouterr().err
+
+
+def test_campaigns_run_only_when_named_with_a_fixed_seed() -> None:
+    args = parser().parse_args([])
+    assert args.scenario is None and args.seed == campaign.DEFAULT_SEED and args.fault_interval == (20.0, 40.0)
+    assert args.duration == 30 * 60

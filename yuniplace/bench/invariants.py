@@ -1,0 +1,523 @@
+"""What must hold of every gang however the cluster is disturbed, checked over what a campaign observed:
+each invariant is a pure function from the observed pods, events and gangs to the violations it finds,
+so each is unit-tested with plain data and shown able to fail.
+
+Times are seconds since the epoch on the observer's clock (when it saw a change), except the times
+the controller writes into its record, which it takes from the same host's clock. Every bound allows
+`grace_s` for what a fault delays (a controller failing over, an API server coming back).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from yuniplace.runtime.events import FAILURE_REASONS, Reason
+
+# The invariants, by the name a report gives them.
+PARTIAL_GANG = "gang below minMember"
+PLACEHOLDER_OUTLIVED = "placeholder outlived"
+GATED_PAST_DEADLINE = "gated past deadline"
+NOT_TERMINAL = "application not terminal"
+DUPLICATE_PLACEHOLDER = "duplicate placeholder"
+PARTIAL_EVICTION = "partial eviction"
+LOST_MEMBER = "lost member"
+INVARIANTS = (
+    PARTIAL_GANG,
+    PLACEHOLDER_OUTLIVED,
+    GATED_PAST_DEADLINE,
+    NOT_TERMINAL,
+    DUPLICATE_PLACEHOLDER,
+    PARTIAL_EVICTION,
+    LOST_MEMBER,
+)
+
+ENDED_STATES = frozenset({"Completed", "Failed", "Resuming"})  # nothing is reserved any more
+TERMINAL_STATES = frozenset({"Completed", "Failed"})
+FELL_BACK = "Resuming"
+# Kubernetes' own reasons for deleting a pod (its DisruptionTarget condition), other than an eviction.
+NODE_DISRUPTIONS = frozenset({"DeletionByPodGC", "DeletionByTaintManager"})
+EVICTED = "EvictionByEvictionAPI"
+GANG_PREEMPTED = Reason.GANG_PREEMPTED.value
+
+
+@dataclass
+class PodTrace:
+    """One pod (one UID) as the observer saw it change."""
+
+    uid: str
+    namespace: str
+    name: str
+    app: str  # "namespace/app-id"
+    placeholder: bool
+    group: str | None = None
+    first_seen: float = 0.0
+    gated_since: float | None = None  # first seen carrying the gang gate
+    ungated_at: float | None = None  # first seen without it, having carried it
+    bound_at: float | None = None
+    node: str | None = None
+    terminal_at: float | None = None
+    phase: str = "Pending"
+    reason: str | None = None  # status.reason of a pod that failed
+    deleting_at: float | None = None
+    gone_at: float | None = None
+    disruption: str | None = None  # the reason of its DisruptionTarget condition
+    claims: str | None = None  # the placeholder whose place a member takes
+    states: list[tuple[float, str]] = field(default_factory=list)  # its yuniplace.io/state as it changed
+    reservation_started: float | None = None  # the first value seen of its record's reservation start
+    queued_since: float | None = None  # the last value seen of its record's queue clock
+
+    @property
+    def ended_at(self) -> float | None:
+        """When it stopped holding anything: terminal, being deleted or gone."""
+        return min((t for t in (self.terminal_at, self.deleting_at, self.gone_at) if t is not None), default=None)
+
+    @property
+    def unheld_at(self) -> float | None:
+        """When it stopped waiting at the gate: released, or ended."""
+        return min((t for t in (self.ungated_at, self.ended_at) if t is not None), default=None)
+
+
+@dataclass(frozen=True)
+class Gang:
+    """What the campaign asked for."""
+
+    app: str
+    style: str  # Soft or Hard
+    timeout_s: float
+    groups: Mapping[str, int]  # minMember by task group
+    originator: str | None = None  # the pod that carries the task groups, where only one does
+
+
+@dataclass(frozen=True)
+class EventSeen:
+    reason: str
+    namespace: str
+    name: str  # of the object it regards
+    uid: str
+
+
+@dataclass(frozen=True)
+class Observed:
+    pods: Mapping[str, PodTrace]  # by UID
+    events: Sequence[EventSeen]
+    gangs: Mapping[str, Gang]  # by application
+    disturbed: Mapping[str, float]  # applications the campaign deleted (part of) on purpose, and when
+    deleted_by_campaign: frozenset[str]  # UIDs of pods the campaign deleted
+    now: float
+    grace_s: float = 60.0
+    default_timeout_s: float = 900.0  # the controller's, for members whose originator went away
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    app: str
+    objects: tuple[str, ...]  # the pods concerned, by name
+    detail: str
+    due: float  # when it should have held
+
+
+# -- an application's history --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Incarnation:
+    """One reservation story of an application, told by one originator's record: a Job whose pods were
+    all evicted comes back with new pods, a new originator and a new story. A story begun while pods
+    the last one let through live on is no new story but the last one told again (a timeout reset): it
+    keeps the last one's clock and end."""
+
+    originator: PodTrace | None
+    started: float | None  # its reservation began (the first value its record showed)
+    anchor: float | None  # its timeout counts from here: the first placement, else the start
+    ended: float | None  # it fell back, failed, completed, or its originator went away
+
+
+def _first_state(trace: PodTrace, states: frozenset[str]) -> float | None:
+    return next((t for t, state in trace.states if state in states), None)
+
+
+def incarnations(pods: Iterable[PodTrace]) -> list[Incarnation]:
+    """An application's reservation stories, oldest first; one without an originator's record yet is
+    an incarnation without a start."""
+    traces = list(pods)
+    originators = sorted(
+        (t for t in traces if not t.placeholder and (t.states or t.reservation_started is not None)),
+        key=lambda t: (t.reservation_started or t.first_seen, t.first_seen),
+    )
+    placeholders = [t for t in traces if t.placeholder]
+    stories: list[Incarnation] = []
+    for index, originator in enumerate(originators):
+        started = originator.reservation_started
+        following = originators[index + 1].reservation_started if index + 1 < len(originators) else None
+        own = [
+            ph
+            for ph in placeholders
+            if started is not None
+            and ph.first_seen >= started - 1.0
+            and (following is None or ph.first_seen < following - 1.0)
+        ]
+        placed = min((ph.bound_at for ph in own if ph.bound_at is not None), default=None)
+        ended = [t for t in (_first_state(originator, ENDED_STATES), originator.ended_at) if t is not None]
+        story = Incarnation(originator, started, placed or started, min(ended, default=None))
+        if stories and started is not None and _let_through_before(traces, started):
+            last = stories[-1]
+            story = Incarnation(originator, started, last.anchor, last.ended or story.ended)
+        stories.append(story)
+    return stories or [Incarnation(None, None, None, None)]
+
+
+def _let_through_before(traces: Iterable[PodTrace], moment: float) -> bool:
+    """Whether a member released (or started) before `moment` still lived at it."""
+    return any(
+        not t.placeholder
+        and t.first_seen < moment - 1.0
+        and any(at is not None and at < moment for at in (t.ungated_at, t.bound_at))
+        and (t.ended_at is None or t.ended_at > moment)
+        for t in traces
+    )
+
+
+def incarnation_of(stories: Sequence[Incarnation], first_seen: float) -> Incarnation:
+    """The story a pod seen first at `first_seen` belongs to: the last one begun by then."""
+    begun = [s for s in stories if s.started is not None and s.started - 1.0 <= first_seen]
+    return begun[-1] if begun else stories[-1]
+
+
+def by_app(observed: Observed) -> dict[str, list[PodTrace]]:
+    apps: dict[str, list[PodTrace]] = defaultdict(list)
+    for trace in observed.pods.values():
+        apps[trace.app].append(trace)
+    return apps
+
+
+def _members(traces: Iterable[PodTrace]) -> list[PodTrace]:
+    return [t for t in traces if not t.placeholder]
+
+
+def _fell_back(traces: Iterable[PodTrace]) -> bool:
+    return any(state == FELL_BACK for t in traces for _, state in t.states)
+
+
+def _originator_gone(traces: Sequence[PodTrace], gang: Gang) -> float | None:
+    """When the one pod carrying the gang's task groups went away (gangs with such a pod only)."""
+    if gang.originator is None:
+        return None
+    named = [t for t in traces if t.name == gang.originator and not t.placeholder]
+    ends = [t.deleting_at or t.gone_at for t in named]
+    return None if not named or any(e is None for e in ends) else min(e for e in ends if e is not None)
+
+
+# -- 1. no gang runs below its minimum ---------------------------------------------------------------
+
+
+def partial_gangs(observed: Observed) -> list[Violation]:
+    """A gang whose first member started must have minMember members of every group started by its
+    timeout plus the grace, unless every member that started had ended by then (evicted whole, say):
+    else it ran partly. A gang that fell back under Soft may; one the campaign took apart is not
+    judged."""
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is None or app in observed.disturbed or _fell_back(traces):
+            continue
+        members = _members(traces)
+        started = [m.bound_at for m in members if m.bound_at is not None]
+        if not started:
+            continue
+        due = min(started) + gang.timeout_s + observed.grace_s
+        if observed.now < due:
+            continue
+        if all((m.ended_at or observed.now) < due for m in members if m.bound_at is not None):
+            continue
+        short = {
+            group: sum(1 for m in members if m.group == group and m.bound_at is not None and m.bound_at <= due)
+            for group, minimum in gang.groups.items()
+        }
+        missing = {g: n for g, n in short.items() if n < gang.groups[g]}
+        if missing:
+            running = tuple(sorted(m.name for m in members if m.bound_at is not None and m.bound_at <= due))
+            detail = ", ".join(f"{g}: {n} of {gang.groups[g]} started" for g, n in sorted(missing.items()))
+            found.append(Violation(PARTIAL_GANG, app, running, detail, due))
+    return found
+
+
+# -- 2. no placeholder outlives its application or its timeout ---------------------------------------------
+
+
+def outlived_placeholders(observed: Observed) -> list[Violation]:
+    """Every placeholder is gone by the grace after its application ended (fell back, failed, completed,
+    its originator went away) and after its timeout (from the first placement of its reservation)."""
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is None:
+            continue
+        stories = incarnations(traces)
+        gone = _originator_gone(traces, gang)
+        for ph in (t for t in traces if t.placeholder):
+            story = incarnation_of(stories, ph.first_seen)
+            bounds = [t for t in (story.ended, gone) if t is not None]
+            anchor = story.anchor if story.anchor is not None else ph.first_seen
+            bounds.append(anchor + gang.timeout_s)
+            due = max(min(bounds), ph.first_seen) + observed.grace_s
+            lived_until = ph.deleting_at or ph.gone_at or observed.now
+            if lived_until > due:
+                alive = "still there" if ph.deleting_at is None and ph.gone_at is None else "deleted"
+                found.append(
+                    Violation(
+                        PLACEHOLDER_OUTLIVED,
+                        app,
+                        (ph.name,),
+                        f"{alive} {lived_until - due + observed.grace_s:.0f}s after it was due to go "
+                        f"(timeout {gang.timeout_s:.0f}s from {'its first placement' if story.anchor else 'creation'})",
+                        due,
+                    )
+                )
+    return found
+
+
+# -- 3. no pod stays gated past its deadline --------------------------------------------------------------
+
+
+def gated_past_deadline(observed: Observed) -> list[Violation]:
+    """A member waits at the gate no longer than its application's deadline allows (plus the grace): its
+    reservation's timeout, its timeout in the queue while first there, its application's end, or the
+    controller's default timeout once the gang's only originator is gone. A member of an application
+    waiting behind others in its queue has no deadline."""
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is None:
+            continue
+        stories = incarnations(traces)
+        gone = _originator_gone(traces, gang)
+        for member in _members(traces):
+            if member.gated_since is None:
+                continue
+            story = incarnation_of(stories, member.first_seen)
+            bounds = [t for t in (story.ended,) if t is not None]
+            if gone is not None:
+                bounds.append(gone + observed.default_timeout_s)
+            if story.anchor is not None:
+                bounds.append(story.anchor + gang.timeout_s)
+            else:
+                queued = [t.queued_since for t in traces if t.queued_since is not None and not t.placeholder]
+                if queued:
+                    bounds.append(max(queued) + gang.timeout_s)
+            if not bounds:
+                continue
+            due = max(min(bounds), member.gated_since) + observed.grace_s
+            held_until = member.unheld_at or observed.now
+            if held_until > due:
+                found.append(
+                    Violation(
+                        GATED_PAST_DEADLINE,
+                        app,
+                        (member.name,),
+                        f"gated {held_until - member.gated_since:.0f}s, {held_until - due + observed.grace_s:.0f}s "
+                        "past its deadline" + ("" if member.unheld_at else " and still gated"),
+                        due,
+                    )
+                )
+    return found
+
+
+# -- 4. no application stays in a non-terminal state once its pods are done ---------------------------------
+
+
+def not_terminal(observed: Observed) -> list[Violation]:
+    """Once every member of an application is terminal or gone, its originator (still there) reads
+    Completed or Failed by the grace after."""
+    found = []
+    for app, traces in by_app(observed).items():
+        if app not in observed.gangs:
+            continue
+        members = _members(traces)
+        ends = [m.ended_at for m in members]
+        if not members or any(e is None for e in ends):
+            continue
+        done = max(e for e in ends if e is not None)
+        due = done + observed.grace_s
+        for originator in (m for m in members if m.states and m.deleting_at is None and m.gone_at is None):
+            state = originator.states[-1][1]
+            if state not in TERMINAL_STATES and observed.now > due:
+                found.append(
+                    Violation(
+                        NOT_TERMINAL,
+                        app,
+                        (originator.name,),
+                        f"still {state} {observed.now - done:.0f}s after its last pod ended",
+                        due,
+                    )
+                )
+    return found
+
+
+# -- 5. no seat is held twice ---------------------------------------------------------------------------------
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return min(a[1], b[1]) - max(a[0], b[0])
+
+
+def duplicate_placeholders(observed: Observed) -> list[Violation]:
+    """One seat, one holder: never a placeholder alive beside a started member that took its place,
+    nor more placeholders of a group alive at once than its minMember."""
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        live = {
+            ph.uid: (ph.first_seen, ph.deleting_at or ph.gone_at or observed.now) for ph in traces if ph.placeholder
+        }
+        placeholders = {ph.uid: ph for ph in traces if ph.placeholder}
+        for member in _members(traces):
+            if member.claims is None or member.bound_at is None:
+                continue
+            seated = (member.bound_at, member.ended_at or observed.now)
+            for uid, interval in live.items():
+                ph = placeholders[uid]
+                if ph.name == member.claims and _overlap(seated, interval) > 0:
+                    found.append(
+                        Violation(
+                            DUPLICATE_PLACEHOLDER,
+                            app,
+                            (ph.name, member.name),
+                            f"placeholder alive beside the started member that took its place, "
+                            f"{_overlap(seated, interval):.1f}s",
+                            max(seated[0], interval[0]),
+                        )
+                    )
+        if gang is None:
+            continue
+        for group, minimum in gang.groups.items():
+            edges = sorted(
+                [(live[ph.uid][0], 1, ph.name) for ph in placeholders.values() if ph.group == group]
+                + [(live[ph.uid][1], -1, ph.name) for ph in placeholders.values() if ph.group == group],
+                key=lambda edge: (edge[0], edge[1]),
+            )
+            alive: set[str] = set()
+            for at, step, name in edges:
+                if step > 0:
+                    alive.add(name)
+                    if len(alive) > minimum:
+                        found.append(
+                            Violation(
+                                DUPLICATE_PLACEHOLDER,
+                                app,
+                                tuple(sorted(alive)),
+                                f"{len(alive)} placeholders of group {group} alive at once, for {minimum} seats",
+                                at,
+                            )
+                        )
+                        break
+                else:
+                    alive.discard(name)
+    return found
+
+
+# -- 6. no gang is evicted partly --------------------------------------------------------------------------
+
+
+def partial_evictions(observed: Observed) -> list[Violation]:
+    """When a gang is evicted, every member running at the first eviction goes with it, by the grace."""
+    found = []
+    for app, traces in by_app(observed).items():
+        members = _members(traces)
+        evictions = [m.deleting_at or m.gone_at for m in members if m.disruption == EVICTED]
+        first = min((t for t in evictions if t is not None), default=None)
+        if first is None or observed.now < first + observed.grace_s:
+            continue
+        due = first + observed.grace_s
+        running = [
+            m for m in members if m.bound_at is not None and m.bound_at <= first and (m.ended_at or due + 1) > first
+        ]
+        kept = [m for m in running if (m.ended_at or observed.now) > due]
+        if kept:
+            found.append(
+                Violation(
+                    PARTIAL_EVICTION,
+                    app,
+                    tuple(sorted(m.name for m in kept)),
+                    f"{len(kept)} of its {len(running)} running members stayed after the gang was evicted",
+                    due,
+                )
+            )
+    return found
+
+
+# -- 7. no member is lost without a word -------------------------------------------------------------------
+
+
+def lost_members(observed: Observed) -> list[Violation]:
+    """A member the controller fails carries an event of the same reason; one it evicts, the gang's
+    GangPreempted event; and none is deleted by no one: every other deletion of a member still running
+    is the campaign's, or Kubernetes' own for a node that went (its DisruptionTarget says so)."""
+    on_pod: dict[tuple[str, str], set[str]] = defaultdict(set)
+    preempted: set[tuple[str, str]] = set()
+    for event in observed.events:
+        on_pod[(event.namespace, event.name)].add(event.reason)
+        if event.reason == GANG_PREEMPTED:
+            preempted.add((event.namespace, event.name))
+    found = []
+    for app, traces in by_app(observed).items():
+        members = _members(traces)
+        names = {(m.namespace, m.name) for m in members}
+        for member in members:
+            key = (member.namespace, member.name)
+            removed = member.deleting_at or member.gone_at
+            if member.phase == "Failed" and member.reason in FAILURE_REASONS:
+                if member.reason not in on_pod[key]:
+                    found.append(
+                        Violation(
+                            LOST_MEMBER,
+                            app,
+                            (member.name,),
+                            f"failed ({member.reason}) with no {member.reason} event on it",
+                            member.terminal_at or observed.now,
+                        )
+                    )
+                continue
+            if removed is None or (member.terminal_at is not None and member.terminal_at <= removed):
+                continue  # running still, or it had ended before it was removed
+            if member.uid in observed.deleted_by_campaign or (
+                app in observed.disturbed and observed.disturbed[app] <= removed + 1.0
+            ):
+                continue
+            if member.disruption in NODE_DISRUPTIONS:
+                continue
+            if member.disruption == EVICTED:
+                if not names & preempted:
+                    found.append(
+                        Violation(
+                            LOST_MEMBER, app, (member.name,), "evicted with no GangPreempted event on its gang", removed
+                        )
+                    )
+                continue
+            found.append(
+                Violation(
+                    LOST_MEMBER,
+                    app,
+                    (member.name,),
+                    f"deleted while {member.phase} by no one the campaign knows of"
+                    + (f" (DisruptionTarget {member.disruption})" if member.disruption else ""),
+                    removed,
+                )
+            )
+    return found
+
+
+def check(observed: Observed) -> list[Violation]:
+    """Every invariant over what was observed, ordered by when each violation was due."""
+    violations = (
+        partial_gangs(observed)
+        + outlived_placeholders(observed)
+        + gated_past_deadline(observed)
+        + not_terminal(observed)
+        + duplicate_placeholders(observed)
+        + partial_evictions(observed)
+        + lost_members(observed)
+    )
+    return sorted(violations, key=lambda v: (v.due, v.invariant, v.app))
