@@ -8,6 +8,8 @@ from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.dialects import volcano
+from yuniplace.gang.dialects.registry import pod_group_dialect
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.runtime.store import PodStore
 
@@ -253,3 +255,24 @@ def test_the_member_carrying_the_state_stays_the_originator() -> None:
     store.upsert(member("x", 1, task_groups=True))  # older, but the state is on the other
     originator = store.application(A, None, Limits()).originator
     assert originator is not None and p.uid(originator) == "y"
+
+
+def test_the_pod_group_dialect_follows_the_applications_pods_as_they_come_and_go() -> None:
+    """The store keeps the answer as pods change; it must match the registry's over the same pods."""
+
+    def volcano_member(uid: str) -> dict[str, Any]:
+        return builders.pod(
+            f"tf-job-{uid}", namespace="ns", uid=uid, rv="1", annotations={volcano.GROUP_NAME: "tf-job"}
+        )
+
+    store = PodStore()
+    key = p.AppKey("ns", "tf-job")
+    plain = make_pod("u0", app="tf-job")  # a YuniKorn-style member first: its dialect has no PodGroups
+    members = [plain, volcano_member("u1"), volcano_member("u2")]
+    for pod_ in members:
+        store.upsert(pod_)
+    assert store.pod_group_dialect(key) is pod_group_dialect(members) is volcano.DIALECT
+    store.delete(members[1])
+    assert store.pod_group_dialect(key) is volcano.DIALECT
+    store.delete(members[2])
+    assert store.pod_group_dialect(key) is pod_group_dialect([plain]) is None

@@ -43,6 +43,10 @@ class _Ordered:
             del self.places[index], self.pods[index]
 
 
+def _has_pod_groups(identity: p.Identity) -> bool:
+    return identity.dialect is not None and identity.dialect.pod_groups is not None
+
+
 class AppPods:
     def __init__(self, order: int, now: float) -> None:
         self.order = order  # the application's place among those seen (see PodStore.first_seen)
@@ -58,7 +62,8 @@ class AppPods:
         self._candidates: set[str] = set()  # members that may be its originator (application.describes_gang)
         self._stateful: set[str] = set()  # of those, the ones carrying the application's state
         self._read: tuple[int, object, Application] | None = None  # the last read, at its count and PodGroup
-        self._dialect: tuple[int, GangDialect | None] | None = None  # pod_group_dialect, at its count
+        # Its pods whose dialects have PodGroups, in the order of _identities (see pod_group_dialect).
+        self._grouped: dict[str, None] = {}
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -75,7 +80,13 @@ class AppPods:
             self.last_added_at = now
             place = self._places[uid] = (p.created_at(pod), pod["metadata"].get("name") or "", uid)
         self._pods[uid] = pod
+        before = self._identities.get(uid)
         self._identities[uid] = identity
+        if before is None:
+            if _has_pod_groups(identity):
+                self._grouped[uid] = None
+        elif before.dialect != identity.dialect:  # rare: a pod's dialect changes with its annotations
+            self._grouped = dict.fromkeys(u for u, i in self._identities.items() if _has_pod_groups(i))
         if identity.placeholder:
             self._placeholders.put(place, pod)
         else:
@@ -97,6 +108,7 @@ class AppPods:
             self._gated.drop(place)
         self._candidates.discard(uid)
         self._stateful.discard(uid)
+        self._grouped.pop(uid, None)
         self.changes += 1
 
     def application(self, key: p.AppKey, pod_group: Mapping[str, object] | None, limits: Limits) -> Application:
@@ -124,11 +136,8 @@ class AppPods:
     def pod_group_dialect(self) -> GangDialect | None:
         """See PodStore.pod_group_dialect: its first pod's dialect, if kube-scheduler starts its gangs,
         else the first of its pods' dialects that has PodGroups."""
-        if self._dialect is not None and self._dialect[0] == self.changes:
-            return self._dialect[1]
-        dialects = [identity.dialect for identity in self._identities.values()]
-        found = next((d for d in dialects if d is not None and d.pod_groups is not None), None)
-        if dialects and dialects[0] is not None and dialects[0].started_by_kube_scheduler:
-            found = dialects[0]
-        self._dialect = (self.changes, found)
-        return found
+        first = next(iter(self._identities.values()), None)
+        if first is not None and first.dialect is not None and first.dialect.started_by_kube_scheduler:
+            return first.dialect
+        grouped = next(iter(self._grouped), None)
+        return None if grouped is None else self._identities[grouped].dialect
