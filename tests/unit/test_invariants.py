@@ -38,7 +38,7 @@ def observed(*pods: PodTrace, now: float = T0 + 500, **more: Any) -> Observed:
 
 def originator(**fields: Any) -> PodTrace:
     """The gang's first member, whose record says the reservation began at T0."""
-    defaults: dict[str, Any] = {"reservation_started": T0, "states": [(T0, "Reserving")], "gated_since": T0}
+    defaults: dict[str, Any] = {"reservation_starts": [T0], "states": [(T0, "Reserving")], "gated_since": T0}
     return trace("app-0", **defaults | fields)
 
 
@@ -56,7 +56,7 @@ def healthy() -> list[PodTrace]:
     p1, m1 = swapped("app-1", "tg-app-workers-1", T0 + 8)
     m0 = dataclasses.replace(
         m0,
-        reservation_started=T0,
+        reservation_starts=[T0],
         states=[(T0, "Reserving"), (T0 + 6, "Reserved"), (T0 + 8, "Running"), (T0 + 30, "Completed")],
         terminal_at=T0 + 30,
         phase="Succeeded",
@@ -79,7 +79,7 @@ def names(violations: list[inv.Violation], invariant: str) -> list[tuple[str, ..
 def test_a_gang_that_starts_one_member_of_two_runs_partly() -> None:
     p0, m0 = swapped("app-0", "tg-app-workers-0", T0 + 8)
     late = trace("app-1", gated_since=T0)
-    found = inv.partial_gangs(observed(p0, dataclasses.replace(m0, reservation_started=T0), late))
+    found = inv.partial_gangs(observed(p0, dataclasses.replace(m0, reservation_starts=[T0]), late))
     assert [(v.invariant, v.objects) for v in found] == [(inv.PARTIAL_GANG, ("app-0",))]
     assert "workers: 1 of 2 started" in found[0].detail
 
@@ -146,7 +146,7 @@ def test_a_new_incarnation_has_its_own_timeout() -> None:
     new = trace(
         "app-0b",
         first_seen=T0 + 200,
-        reservation_started=T0 + 200,
+        reservation_starts=[T0 + 200],
         states=[(T0 + 200, "Reserving")],
         gated_since=T0 + 200,
     )
@@ -160,11 +160,35 @@ def test_a_reservation_begun_again_while_released_members_live_keeps_the_first_e
     reservation while a member it released still waited: its placeholders outlive the application."""
     fell_back = originator(states=[(T0, "Reserving"), (T0 + 60, "Resuming")], deleting_at=T0 + 70, gone_at=T0 + 70)
     released = trace("app-1", gated_since=T0, ungated_at=T0 + 60)
-    again = trace("app-2", first_seen=T0 + 5, reservation_started=T0 + 80, states=[(T0 + 80, "Reserving")])
+    again = trace("app-2", first_seen=T0 + 5, reservation_starts=[T0 + 80], states=[(T0 + 80, "Reserving")])
     placeholder = trace("tg-app-workers-0", first_seen=T0 + 80, bound_at=T0 + 81)
     job = Gang(APP, "Soft", 60.0, {"workers": 2})
     found = inv.outlived_placeholders(observed(fell_back, released, again, placeholder, now=T0 + 100, gangs={APP: job}))
     assert names(found, inv.PLACEHOLDER_OUTLIVED) == [("tg-app-workers-0",)]
+
+
+def test_a_gang_given_back_and_reserved_again_by_its_originator_has_a_fresh_timeout() -> None:
+    """Reclaimed while it held only placeholders, the gang gave its reservation back and, admitted again,
+    its originator began a second one: the new placeholders' timeout counts from their own placement."""
+    again = originator(
+        reservation_starts=[T0, T0 + 70],
+        states=[(T0, "Reserving"), (T0 + 62, "New"), (T0 + 70, "Reserving"), (T0 + 160, "Resuming")],
+    )
+    released = trace("tg-app-workers-0", first_seen=T0, bound_at=T0 + 1, deleting_at=T0 + 62, gone_at=T0 + 62)
+    second = trace(
+        "tg-app-workers-0",
+        uid="ph-second",
+        first_seen=T0 + 70,
+        bound_at=T0 + 71,
+        deleting_at=T0 + 161,
+        gone_at=T0 + 161,
+    )
+    job = Gang(APP, "Soft", 90.0, {"workers": 1})
+    assert inv.outlived_placeholders(observed(again, released, second, now=T0 + 200, gangs={APP: job})) == []
+    # Read as one reservation (its first start only), the second placeholders would be 71 s late.
+    once = dataclasses.replace(again, reservation_starts=[T0])
+    late = inv.outlived_placeholders(observed(once, released, second, now=T0 + 200, gangs={APP: job}))
+    assert names(late, inv.PLACEHOLDER_OUTLIVED) == [("tg-app-workers-0",)]
 
 
 # -- 3 ---------------------------------------------------------------------------------------------------

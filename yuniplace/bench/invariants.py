@@ -65,8 +65,15 @@ class PodTrace:
     disruption: str | None = None  # the reason of its DisruptionTarget condition
     claims: str | None = None  # the placeholder whose place a member takes
     states: list[tuple[float, str]] = field(default_factory=list)  # its yuniplace.io/state as it changed
-    reservation_started: float | None = None  # the first value seen of its record's reservation start
+    # Every value seen of its record's reservation start, in order: a gang given back (reclaimed) and
+    # reserved again by the same originator begins a new reservation, with a clock of its own.
+    reservation_starts: list[float] = field(default_factory=list)
     queued_since: float | None = None  # the last value seen of its record's queue clock
+
+    @property
+    def reservation_started(self) -> float | None:
+        """When its first reservation began, by its record."""
+        return self.reservation_starts[0] if self.reservation_starts else None
 
     @property
     def ended_at(self) -> float | None:
@@ -135,23 +142,39 @@ class Incarnation:
     ended: float | None  # it fell back, failed, completed, or its originator went away
 
 
-def _first_state(trace: PodTrace, states: frozenset[str]) -> float | None:
-    return next((t for t, state in trace.states if state in states), None)
+def _first_state(
+    trace: PodTrace, states: frozenset[str], after: float | None = None, before: float | None = None
+) -> float | None:
+    """When the trace first entered one of `states` (within [after, before), when given)."""
+    return next(
+        (
+            t
+            for t, state in trace.states
+            if state in states and (after is None or t >= after - 1.0) and (before is None or t < before - 1.0)
+        ),
+        None,
+    )
 
 
 def incarnations(pods: Iterable[PodTrace]) -> list[Incarnation]:
-    """An application's reservation stories, oldest first; one without an originator's record yet is
-    an incarnation without a start."""
+    """An application's reservation stories, oldest first: one for each reservation an originator
+    began (a gang reserved again after a reclaim is a new story of the same originator); one without an
+    originator's record yet is an incarnation without a start."""
     traces = list(pods)
-    originators = sorted(
-        (t for t in traces if not t.placeholder and (t.states or t.reservation_started is not None)),
-        key=lambda t: (t.reservation_started or t.first_seen, t.first_seen),
+    unrecorded: list[float | None] = [None]  # a state, but no record of a start yet
+    beginnings = sorted(
+        (
+            (start, originator)
+            for originator in traces
+            if not originator.placeholder
+            for start in (originator.reservation_starts or (unrecorded if originator.states else []))
+        ),
+        key=lambda begun: (begun[0] if begun[0] is not None else begun[1].first_seen, begun[1].first_seen),
     )
     placeholders = [t for t in traces if t.placeholder]
     stories: list[Incarnation] = []
-    for index, originator in enumerate(originators):
-        started = originator.reservation_started
-        following = originators[index + 1].reservation_started if index + 1 < len(originators) else None
+    for index, (started, originator) in enumerate(beginnings):
+        following = beginnings[index + 1][0] if index + 1 < len(beginnings) else None
         own = [
             ph
             for ph in placeholders
@@ -160,7 +183,8 @@ def incarnations(pods: Iterable[PodTrace]) -> list[Incarnation]:
             and (following is None or ph.first_seen < following - 1.0)
         ]
         placed = min((ph.bound_at for ph in own if ph.bound_at is not None), default=None)
-        ended = [t for t in (_first_state(originator, ENDED_STATES), originator.ended_at) if t is not None]
+        ended_state = _first_state(originator, ENDED_STATES, started, following)
+        ended = [t for t in (ended_state, originator.ended_at) if t is not None]
         story = Incarnation(originator, started, placed or started, min(ended, default=None))
         if stories and started is not None and _let_through_before(traces, started):
             last = stories[-1]

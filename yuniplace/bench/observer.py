@@ -62,8 +62,8 @@ def take_in(trace: PodTrace, pod: Pod, now: float) -> None:
     if state is not None and (not trace.states or trace.states[-1][1] != state):
         trace.states.append((now, state))
     started, queued = _record_times(pod)
-    if trace.reservation_started is None:
-        trace.reservation_started = started
+    if started is not None and (not trace.reservation_starts or trace.reservation_starts[-1] != started):
+        trace.reservation_starts.append(started)
     trace.queued_since = queued
 
 
