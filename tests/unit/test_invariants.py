@@ -167,9 +167,10 @@ def test_a_reservation_begun_again_while_released_members_live_keeps_the_first_e
     assert names(found, inv.PLACEHOLDER_OUTLIVED) == [("tg-app-workers-0",)]
 
 
-def test_a_gang_given_back_and_reserved_again_by_its_originator_has_a_fresh_timeout() -> None:
-    """Reclaimed while it held only placeholders, the gang gave its reservation back and, admitted again,
-    its originator began a second one: the new placeholders' timeout counts from their own placement."""
+def test_a_reservation_begun_again_with_a_clock_of_its_own_has_a_fresh_timeout() -> None:
+    """Out of time under its dialect's Retry rule (Coscheduling's, say), the gang gave its reservation
+    back and its originator began the next attempt with a new start on its record: the new placeholders'
+    timeout counts from their own placement."""
     again = originator(
         reservation_starts=[T0, T0 + 70],
         states=[(T0, "Reserving"), (T0 + 62, "New"), (T0 + 70, "Reserving"), (T0 + 160, "Resuming")],

@@ -363,6 +363,26 @@ def test_partial_placement_keeps_waiting_until_the_first_placement_times_out() -
     assert plan.requeue_after_s == 900 - 40  # counted from the first placement, not the reservation's start
 
 
+def test_the_first_placement_is_recorded_while_the_reservation_is_partial() -> None:
+    pods = [driver(state=AppState.RESERVING, started=NOW - 100), executor(0), *all_placeholders(bound=False)]
+    bind(pods[2], "n0", NOW - 40)
+    assert plan_of(pods).annotate == {FIRST_ALLOCATED: p.format_time(NOW - 40)}
+
+
+def test_placeholders_made_again_do_not_move_the_timeout_later() -> None:
+    """Placeholders deleted and made again, or a reservation given back to a reclaim and begun again,
+    keep the clock of the first placement recorded: a new placement does not give the gang more time."""
+    pods = [
+        driver(state=AppState.RESERVING, started=NOW - 1000, first_allocated=NOW - 901),
+        executor(0),
+        *all_placeholders(bound=False),
+    ]
+    bind(pods[2], "n0", NOW - 5)
+    plan = plan_of(pods)
+    assert "PlaceholderTimeOut" in reasons(plan)
+    assert FIRST_ALLOCATED not in plan.annotate
+
+
 def test_all_placeholders_placed_means_reserved_and_members_swap_in() -> None:
     members = [driver(state=AppState.RESERVING, started=NOW - 100), executor(0), executor(1), executor(2)]
     phs = all_placeholders(bound=True, scheduled=NOW - 30)

@@ -473,12 +473,17 @@ class Planner:
             )
         elif deadline is not None:
             plan.requeue_after_s = max(0.0, deadline - self.now)
+            if placed and app.record.first_allocated is None:
+                # The clock is kept from the first placement on: placeholders deleted and made again (or
+                # a reservation given back to a reclaim and begun again) must not move the timeout later.
+                plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(app.first_placement() or self.now)
 
     def _reserved(self, placed: int) -> None:
         plan, spec, originator = self.plan_, self.spec, self.originator
         plan.state = AppState.RESERVED
         plan.outcomes.append(Outcome.RESERVED)
-        plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(self.app.first_placement() or self.now)
+        first = self.app.record.first_allocated or self.app.first_placement() or self.now
+        plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(first)
         for group in spec.groups:
             nodes = {p.node_name(ph) for ph in self.app.placeholders if self.app.group_of(ph) == group.name}
             self._event(
