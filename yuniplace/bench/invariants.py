@@ -10,7 +10,7 @@ the controller writes into its record, which it takes from the same host's clock
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from yuniplace.runtime.events import FAILURE_REASONS, Reason
@@ -271,16 +271,20 @@ def partial_gangs(observed: Observed) -> list[Violation]:
 # -- 2. no placeholder outlives its application or its timeout ---------------------------------------------
 
 
+def _told(observed: Observed) -> Iterator[tuple[str, list[PodTrace], Gang, list[Incarnation], float | None]]:
+    """Each streamed application with its pods, its gang, its reservation stories and when its only
+    originator went (None while one lives)."""
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is not None:
+            yield app, traces, gang, incarnations(traces), _originator_gone(traces, gang)
+
+
 def outlived_placeholders(observed: Observed) -> list[Violation]:
     """Every placeholder is gone by the grace after its application ended (fell back, failed, completed,
     its originator went away) and after its timeout (from the first placement of its reservation)."""
     found = []
-    for app, traces in by_app(observed).items():
-        gang = observed.gangs.get(app)
-        if gang is None:
-            continue
-        stories = incarnations(traces)
-        gone = _originator_gone(traces, gang)
+    for app, traces, gang, stories, gone in _told(observed):
         for ph in (t for t in traces if t.placeholder):
             story = incarnation_of(stories, ph.first_seen)
             bounds = [t for t in (story.ended, gone) if t is not None]
@@ -312,12 +316,7 @@ def gated_past_deadline(observed: Observed) -> list[Violation]:
     controller's default timeout once the gang's only originator is gone. A member of an application
     waiting behind others in its queue has no deadline."""
     found = []
-    for app, traces in by_app(observed).items():
-        gang = observed.gangs.get(app)
-        if gang is None:
-            continue
-        stories = incarnations(traces)
-        gone = _originator_gone(traces, gang)
+    for app, traces, gang, stories, gone in _told(observed):
         for member in _members(traces):
             if member.gated_since is None:
                 continue
