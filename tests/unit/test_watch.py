@@ -9,6 +9,7 @@ from typing import Any
 
 import urllib3
 
+from yuniplace.kube.client import lines_of
 from yuniplace.kube.watch import ListWatch
 
 
@@ -167,3 +168,21 @@ def test_listed_objects_are_trimmed_as_their_page_arrives() -> None:
     thread.join(10)
     assert trimmed_before_page == [[], ["a"]]  # the first page was trimmed before the second was fetched
     assert listed == [[{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]]
+
+
+class ShutDownMidStream:
+    """A stream whose reader is stopped after the first chunk; what follows stands for the raw bytes a
+    read returns once the socket's TLS layer is gone."""
+
+    def __init__(self, stopped: threading.Event) -> None:
+        self._stopped = stopped
+
+    def stream(self, *_: Any, **__: Any):
+        yield b'{"type": "ADDED"}\n{"type": "MOD'
+        self._stopped.set()
+        yield b'\xa1\x17garbage\n{"x"\n'
+
+
+def test_nothing_read_after_the_stop_is_yielded() -> None:
+    stopped = threading.Event()
+    assert list(lines_of(ShutDownMidStream(stopped), stopped)) == [b'{"type": "ADDED"}']  # type: ignore[arg-type]

@@ -28,16 +28,18 @@ def recorded_lines(client: KubeClient, namespace: str) -> Iterator[list[bytes]]:
     """Every line of a watch of the namespace's pods, as the API server sent it, while the block runs."""
     lines: list[bytes] = []
     response = client.open_stream(f"/api/v1/namespaces/{namespace}/pods", query={"watch": "true"}, timeout_s=600)
+    stopped = threading.Event()
 
     def read() -> None:
         with contextlib.suppress(OSError, urllib3.exceptions.HTTPError):  # shut down: the block is over
-            lines.extend(lines_of(response))
+            lines.extend(lines_of(response, stopped))
 
     reader = threading.Thread(target=read, name="decode-recorder", daemon=True)
     reader.start()
     try:
         yield lines
     finally:
+        stopped.set()
         response.shutdown()
         reader.join(10)
         response.release_conn()

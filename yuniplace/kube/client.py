@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -190,7 +191,8 @@ class KubeClient:
         self, path: str, *, query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
     ) -> urllib3.BaseHTTPResponse:
         """Open a streaming GET (a watch). No retry: the caller owns reconnection, reads the body with
-        `lines_of` and releases the connection; `shutdown()` on it from another thread ends a read."""
+        `lines_of` and releases the connection; `shutdown()` on it from another thread ends a read (set the
+        event given to `lines_of` first)."""
         return self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s)
 
     # -- verbs ------------------------------------------------------------------------------------
@@ -214,10 +216,16 @@ class KubeClient:
         return self._host
 
 
-def lines_of(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """The lines of a newline-delimited JSON body (a watch), as they arrive, for the caller to decode."""
+def lines_of(response: urllib3.BaseHTTPResponse, stopped: threading.Event | None = None) -> Iterator[bytes]:
+    """The lines of a newline-delimited JSON body (a watch), as they arrive, for the caller to decode.
+
+    Nothing read once `stopped` is set is yielded: the `shutdown()` that ends a read from another thread
+    also drops the TLS layer of the socket (the ssl module clears it), so a read still under way may
+    return the raw, encrypted bytes as if they were the body."""
     buffer = b""
     for chunk in response.stream(65536, decode_content=True):
+        if stopped is not None and stopped.is_set():
+            return
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:

@@ -124,7 +124,7 @@ class ListWatch:
         response = self._client.open_stream(self._path, query=query, timeout_s=READ_TIMEOUT_S)
         self._response = response
         try:
-            for line in lines_of(response):
+            for line in lines_of(response, self._stopped):
                 event = self._decoding.event(line)
                 kind, obj = event.get("type"), event.get("object", {})
                 if kind == "ERROR":
