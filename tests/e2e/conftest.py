@@ -186,6 +186,7 @@ def pool(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Placement]]
         )
         names = cluster.local.add_nodes(node_pool)
         created.append(node_pool)
+        ControllerProcess.wait_all_see_nodes(cluster.client)
         return Placement(
             {POOL_LABEL: namespace},
             [{"key": POOL_LABEL, "operator": "Equal", "value": namespace, "effect": "NoSchedule"}],

@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tests import builders
 from yuniplace.gang import keys
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
+from yuniplace.localcluster.nodes import ready_node_names
 
 Pod = dict[str, Any]
 DEFAULT_WAIT_S = 60.0
@@ -159,6 +160,9 @@ def is_ready(port: int) -> bool:
 class ControllerProcess:
     """`yuniplace controller` as a real process, as it runs in a cluster: started, killed, restarted."""
 
+    running: ClassVar[list[ControllerProcess]] = []
+    """The processes started and not yet stopped or killed, for a test's setup to wait on."""
+
     def __init__(self, args: Sequence[str], log_dir: Path, *, name: str = "controller") -> None:
         self.args = list(args)
         self.name = name
@@ -186,6 +190,7 @@ class ControllerProcess:
                 env={**os.environ, "POD_NAME": self.name},
             )
         wait_until(self._ready, 30)
+        ControllerProcess.running.append(self)
 
     def _ready(self) -> bool:
         assert self.process is not None
@@ -204,13 +209,33 @@ class ControllerProcess:
                 samples[key] = float(value)
         return samples
 
+    @classmethod
+    def wait_all_see_nodes(cls, client: KubeClient) -> None:
+        """Until every running controller's admission sees as many nodes taking pods as the API shows.
+        Nodes a test has just added (and the lifting of their not-ready taint) reach a controller through
+        its node watch, which may deliver them after the pods the test creates next; a gang admitted in
+        between would be judged against fewer nodes."""
+
+        def seen() -> bool:
+            count = len(ready_node_names(client))
+            alive = [process for process in cls.running if process.process and process.process.poll() is None]
+            return all(process.metrics().get("yuniplace_nodes_taking_pods", count) == count for process in alive)
+
+        wait_until(seen, 30)
+
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, as when a node dies."""
         assert self.process is not None
+        self._forget()
         self.process.kill()
         self.process.wait(10)
 
+    def _forget(self) -> None:
+        if self in ControllerProcess.running:
+            ControllerProcess.running.remove(self)
+
     def stop(self) -> int:
+        self._forget()
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else 0
         self.process.send_signal(signal.SIGTERM)

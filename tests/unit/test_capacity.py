@@ -89,6 +89,25 @@ def test_a_node_heartbeat_frees_no_room_and_a_grown_node_does() -> None:
     assert [n.name for n in room.empty_room().nodes] == ["n2"]
 
 
+def test_nodes_the_control_plane_keeps_new_pods_off_are_counted_apart() -> None:
+    """A new node is tainted not-ready until kube-controller-manager sees it Ready; an unreachable or a
+    cordoned node takes no new pods either; a tenant's own taint does not make a node closed."""
+    room = ClusterRoom()
+    not_ready = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    room.nodes_listed(
+        [
+            node("new", taints=not_ready),
+            node("lost", taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]),
+            node("cordoned", unschedulable=True),
+            node("pool", taints=[{"key": "team", "value": "a", "effect": "NoSchedule"}]),
+            node("plain"),
+        ]
+    )
+    assert (room.node_count(), room.nodes_taking_pods()) == (5, 2)
+    room.node_event("MODIFIED", node("new"))
+    assert (room.node_count(), room.nodes_taking_pods()) == (5, 3)
+
+
 node_events = st.lists(
     st.tuples(
         st.sampled_from(["ADDED", "MODIFIED", "DELETED"]),

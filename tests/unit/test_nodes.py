@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import node
+from yuniplace.kube.nodes import is_ready
 from yuniplace.localcluster.nodes import KWOK_ANNOTATION, NodePool, Taint
 
 
@@ -41,3 +43,12 @@ def test_node_manifest_is_managed_by_kwok_with_requested_capacity() -> None:
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "gpu-0"
     assert node["status"]["allocatable"] == {"cpu": "4", "memory": "8Gi", "pods": "20", "nvidia.com/gpu": "8"}
     assert node["spec"]["taints"] == [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+
+
+def test_a_node_is_ready_once_it_reports_ready_and_its_not_ready_taint_is_lifted() -> None:
+    reporting = node("n1")
+    reporting["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert is_ready(reporting)
+    assert not is_ready(node("n1"))
+    reporting["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    assert not is_ready(reporting)

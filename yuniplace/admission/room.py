@@ -154,6 +154,16 @@ class ClusterRoom:
 
     # -- nodes -------------------------------------------------------------------------------------
 
+    def node_count(self) -> int:
+        """The nodes admission knows: what an operator compares with `kubectl get nodes` when a gang is
+        said not to fit."""
+        return len(self._names)
+
+    def nodes_taking_pods(self) -> int:
+        """Of those, the nodes the control plane does not keep new pods off (not Ready yet, unreachable,
+        cordoned): only their room counts for a gang."""
+        return sum(1 for node in self._ordered if node.takes_new_pods)
+
     def nodes_listed(self, nodes: Iterable[Mapping[str, Any]]) -> None:
         with self._lock:
             self._nodes = {(n := Node.of(node)).name: n for node in nodes}

@@ -107,6 +107,7 @@ class Controller:
                 self.store, settings.limits, self.pod_groups.get, self.queues, self.queue.add, rules, clock, metrics
             )
             room = self.admission.room
+            metrics.count_nodes(room.node_count, room.nodes_taking_pods)
             self._node_watch = ListWatch(
                 client,
                 "/api/v1/nodes",

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from yuniplace.kube import parse_quantity
+from yuniplace.kube.nodes import takes_new_pods
 
 Amounts = dict[str, int]
 PODS = "pods"  # every pod takes one of a node's pod slots
@@ -45,6 +46,7 @@ class Node:
     taints: tuple[Mapping[str, Any], ...]
     allocatable: Mapping[str, int]
     capacity: Mapping[str, int] = field(default_factory=dict)  # for reports: what the node has before reservations
+    takes_new_pods: bool = True  # for reports: the control plane does not keep new pods off it
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> Node:
@@ -59,6 +61,7 @@ class Node:
             taints=taints,
             allocatable=amounts((node.get("status") or {}).get("allocatable") or {}),
             capacity=amounts((node.get("status") or {}).get("capacity") or {}),
+            takes_new_pods=takes_new_pods(node),
         )
 
     def free(self, used: Mapping[str, int]) -> Amounts:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.kube import AlreadyExists, KubeClient
+from yuniplace.kube.nodes import is_ready
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 NODE_POOL_LABEL = "localcluster.yuniplace.io/pool"
@@ -96,11 +97,8 @@ def create_nodes(client: KubeClient, pool: NodePool) -> list[str]:
 
 
 def ready_node_names(client: KubeClient) -> set[str]:
+    """The nodes that take pods: Ready, and no longer tainted not-ready (a node's Ready condition comes
+    a moment before kube-controller-manager lifts that taint, and until then nothing is placed there)."""
     nodes = client.get("/api/v1/nodes", resourceVersion="0")["items"]
-    return {
-        node["metadata"]["name"]
-        for node in nodes
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions", [])
-        )
-    }
+    return {node["metadata"]["name"] for node in nodes if is_ready(node)}
+

@@ -3,7 +3,7 @@ never share counters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -144,6 +144,18 @@ class Metrics:
             self.swaps.labels(outcome)
         for rule in OnTimeout:
             self.timeouts.labels(rule.value)
+
+    def count_nodes(self, known: Callable[[], int], taking_pods: Callable[[], int]) -> None:
+        """Node gauges read at each scrape from admission's view of the nodes. Only a controller with
+        admission watches nodes: without it they are left out rather than shown as 0."""
+        r = self.registry
+        known_nodes = Gauge("yuniplace_nodes", "Nodes admission knows (its view of the cluster).", registry=r)
+        known_nodes.set_function(known)
+        Gauge(
+            "yuniplace_nodes_taking_pods",
+            "Nodes admission knows that take new pods (not tainted not-ready or unreachable, not cordoned).",
+            registry=r,
+        ).set_function(taking_pods)
 
     def report_queues(self, report: QueuesReport | None) -> None:
         """Set the per-queue gauges to the report (cpu in cores, memory in bytes, pods as a count);
