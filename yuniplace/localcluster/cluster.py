@@ -28,7 +28,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import components as comp
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES, Binaries, ensure_built
-from yuniplace.localcluster.nodes import NodePool, create_nodes, ready_node_names
+from yuniplace.localcluster.nodes import NodePool, create_nodes, ready_node_names, release_node_leases
 from yuniplace.localcluster.pki import CertificateAuthority, write_service_account_keys
 
 DEFAULT_NAME = "default"
@@ -449,6 +449,8 @@ class LocalCluster:
             state["stopped"].remove(entry)
         else:
             state["processes"].remove(entry)  # exited on its own
+        if component == "kwok":
+            release_node_leases(self.client())  # so it takes its nodes back at once, as a kubelet does
         self._launch(Process(**entry).component, state, timeout_s)
 
     def restart_component(self, component: str, *, kill: bool = False, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:

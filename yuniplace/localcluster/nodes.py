@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from yuniplace.kube import AlreadyExists, KubeClient
+from yuniplace.kube import AlreadyExists, KubeClient, NotFound
 from yuniplace.kube.nodes import is_ready
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -102,3 +102,16 @@ def ready_node_names(client: KubeClient) -> set[str]:
     nodes = client.get("/api/v1/nodes", resourceVersion="0")["items"]
     return {node["metadata"]["name"] for node in nodes if is_ready(node)}
 
+
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+
+def release_node_leases(client: KubeClient) -> None:
+    """Remove the node leases for a kwok about to start. A kubelet holds its node's lease under the node's
+    own name, so a restarted kubelet renews it at once; kwok holds leases under an identity new with each
+    process, and leaves a node unmanaged (its pods never run) while another identity's lease on it lasts,
+    up to the lease duration. Removed rather than freed: a kwok that looks for a lease before its cache
+    of them is filled creates one, and retries only a renewal later if one is there already."""
+    for lease in client.get(NODE_LEASES)["items"]:
+        with contextlib.suppress(NotFound):  # the node went meanwhile
+            client.delete(f"{NODE_LEASES}/{lease['metadata']['name']}")
