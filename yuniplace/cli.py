@@ -10,6 +10,7 @@ from yuniplace import __version__
 from yuniplace.controller import command as controller_command
 from yuniplace.tools import status, validate
 from yuniplace.webhook import command as webhook_command
+from yuniplace.webhook import ready as webhook_ready
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     controller_command.register(commands)
     webhook_command.register(commands)
+    webhook_ready.register(commands)
     validate.register(commands)
     status.register(commands)
     return parser

@@ -9,9 +9,13 @@ from yuniplace.gang.pods import DEFAULT_SCHEDULER
 from yuniplace.gang.taskgroups import Limits, Style
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--log-format", default="text", choices=["text", "json"], help="json: one object per line")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    add_log_arguments(parser)
     parser.add_argument(
         "--http-address", default="0.0.0.0:8080", help="/metrics, /healthz and /readyz (default: 0.0.0.0:8080)"
     )
