@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from yuniplace.kube import ApiError, Forbidden
+import urllib3
+
+from yuniplace.kube import ApiError, Forbidden, TooManyRequests
 from yuniplace.webhook import ready
 from yuniplace.webhook.admission import is_gang_pod, problems_of
 
@@ -48,3 +50,13 @@ def test_a_refusal_after_the_webhook_means_it_answered() -> None:
     """A quota or a Pod Security level refusing the dry-run pod comes after the webhooks were called."""
     client = Answers(Forbidden(403, "Forbidden", 'pods "yuniplace-webhook-ready" is forbidden: exceeded quota'))
     assert ready.webhook_answers(client, "team-a")  # type: ignore[arg-type]
+
+
+def test_a_busy_or_unreachable_api_server_is_asked_again() -> None:
+    client = Answers(
+        urllib3.exceptions.ProtocolError("connection reset"),
+        TooManyRequests(429, "TooManyRequests", "too many requests"),
+        ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+        None,
+    )
+    assert [ready.webhook_answers(client, "team-a") for _ in range(4)] == [False, False, False, True]  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+import urllib3
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from yuniplace import logs
@@ -56,7 +57,8 @@ def probe_pod() -> dict[str, Any]:
 
 def webhook_answers(client: KubeClient, namespace: str) -> bool:
     """Whether the API server got past the webhook for a gang pod. Refused for another reason (a quota, a
-    policy) still means the webhook answered: that is all a user's next `kubectl apply` needs of it."""
+    policy: a 4xx) still means the webhook answered, which is all a user's next `kubectl apply` needs of
+    it; a busy or unreachable API server (5xx, 429, a broken connection) is asked again."""
     try:
         path = f"/api/v1/namespaces/{namespace}/pods"
         client.request("POST", path, query={"dryRun": "All"}, body=probe_pod(), retry=False)
@@ -64,8 +66,14 @@ def webhook_answers(client: KubeClient, namespace: str) -> bool:
         if UNREACHED in error.message:
             log.info("the API server cannot reach the webhook yet: %s", error.message)
             return False
+        if error.status >= 500 or error.status == 429:
+            log.info("the API server is not answering yet: %s", error)
+            return False
         log.info("the webhook answered (the dry-run pod was then refused: %s)", error)
         return True
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        log.info("the API server is not reachable yet: %s", error)
+        return False
     log.info("the webhook answered: a gang pod would be admitted in namespace %s", namespace)
     return True
 
