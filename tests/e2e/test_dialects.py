@@ -26,8 +26,8 @@ from tests.e2e.support import (
     placeholders,
 )
 from yuniplace.gang import keys
+from yuniplace.gang import pods as p
 from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
-from yuniplace.gang.podshape import MEMBER_GROUP
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.tools import status
@@ -123,11 +123,14 @@ def test_dialect_example_runs_through_the_gang_flow(
         wait_until(complete, 90)
         pods = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"job-name={name}")["items"]
         assert len(pods) == completions
-        assert_started_whole(start, recorder, pods, MEMBER_GROUP)
+        # The example's pods are alike: one task group, of their role and shape (or their Volcano task).
+        (group,) = {p.task_group_name(pod) for pod in pods}
+        assert group is not None
+        assert_started_whole(start, recorder, pods, group)
         wait_until(lambda: not placeholders(cluster, namespace), 30)
         rows = status.collect(cluster.client, namespace, name)
         assert [(r["application"], r["groups"][0]["name"], r["groups"][0]["required"]) for r in rows] == [
-            (name, MEMBER_GROUP, completions)
+            (name, group, completions)
         ], rows
         if pod_group is not None and pod_group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1":
             path = f"{podgroup.API}/namespaces/{namespace}/podgroups/{pod_group['metadata']['name']}"
@@ -439,7 +442,7 @@ def test_a_podgroup_gang_out_of_time_gives_its_reservation_back_and_starts_whole
             return status.get("succeeded", 0) == completions
 
         wait_until(complete, 120)
-        reserved = recorder.group_nodes(MEMBER_GROUP)
+        reserved = recorder.group_nodes(str(p.task_group_name(gang_pods(cluster, namespace, name)[0])))
         ran = {pod["spec"]["nodeName"] for pod in gang_pods(cluster, namespace, name)}
         assert len(ran) == completions and ran <= reserved, (ran, reserved)
         wait_until(lambda: not placeholders(cluster, namespace), 30)

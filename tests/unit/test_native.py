@@ -110,7 +110,7 @@ def app_of(pods: list[p.Pod], group: dict[str, Any] | None) -> Application:
 def test_a_native_gang_is_one_group_of_its_minimum_shaped_like_its_pods() -> None:
     app = app_of([member(f"w-{i}", **GROUP_REF) for i in range(3)], POD_GROUP)
     assert app.spec is not None and app.problem is None
-    assert [(g.name, g.min_member) for g in app.spec.groups] == [("members", 3)]
+    assert [(g.name, g.min_member) for g in app.spec.groups] == [(p.task_group_name(app.members[0]), 3)]
     assert app.spec.groups[0].min_resource == {"cpu": "1", "memory": "1Gi"}
 
 

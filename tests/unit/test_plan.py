@@ -18,7 +18,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import coscheduling
 from yuniplace.gang.keys import FIRST_ALLOCATED
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
-from yuniplace.gang.podshape import MEMBER_GROUP
+from yuniplace.gang.podshape import member_group
 from yuniplace.gang.state import TERMINAL, TRANSITIONS, AppState, allowed
 from yuniplace.gang.taskgroups import Limits, TaskGroup
 from yuniplace.runtime.events import Reason
@@ -231,8 +231,9 @@ def apply(pods: list[Pod], plan: Plan, now: float) -> list[Pod]:
     for swap in plan.swaps:
         member = result[p.uid(swap.member)]
         member["status"]["nominatedNodeName"] = swap.node
-        if swap.placeholder is not None:
-            member["metadata"]["annotations"][keys.SWAP_PLACEHOLDER] = p.name(swap.placeholder)
+        if swap.marker is not None:  # the placeholder it replaces, or its seat
+            key, value = swap.marker
+            member["metadata"]["annotations"][key] = value
         member["spec"]["schedulingGates"] = []
     for pod in plan.ungate:
         result[p.uid(pod)]["spec"]["schedulingGates"] = []
@@ -1142,7 +1143,7 @@ def test_a_coscheduling_gang_starts_only_once_its_whole_minimum_of_pods_exists()
         return pod
 
     def seats(originator: Pod) -> list[Pod]:
-        group = TaskGroup(MEMBER_GROUP, 3, ONE)
+        group = TaskGroup(member_group(originator), 3, ONE)
         return [
             materialize(
                 placeholder_pod(app_id="mpi", group=group, index=i, originator=originator),

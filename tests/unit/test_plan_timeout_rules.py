@@ -15,7 +15,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import coscheduling as coscheduling_dialect
 from yuniplace.gang.dialects import koordinator as koordinator_dialect
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
-from yuniplace.gang.podshape import MEMBER_GROUP
+from yuniplace.gang.podshape import member_group
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import Limits, TaskGroup
 from yuniplace.runtime.events import Reason
@@ -81,7 +81,7 @@ def record(state: AppState, started: float | None = None, **more: str) -> dict[s
 
 def seats(app_id: str, originator: Pod, placed: int, total: int = 4) -> list[Pod]:
     """The gang's placeholders, the first `placed` of them bound."""
-    group = TaskGroup(MEMBER_GROUP, total, ONE)
+    group = TaskGroup(member_group(originator), total, ONE)
     return [
         materialize(
             placeholder_pod(app_id=app_id, group=group, index=i, originator=originator),
@@ -123,7 +123,7 @@ def test_a_koordinator_gang_out_of_time_marks_its_pods_and_keeps_them_unschedule
     assert plan.annotate == {keys.STATE: "Failed", **TIMED_OUT}  # the originator's, in one write
     assert names(plan.mark_timed_out) == ["train-1", "train-2", "train-3"]
     assert plan.ungate == [] and plan.fail == [] and plan.swaps == [] and plan.create == []
-    assert names(plan.delete) == [placeholder_name("train", MEMBER_GROUP, i) for i in range(4)]
+    assert names(plan.delete) == [placeholder_name("train", member_group(pods[0]), i) for i in range(4)]
     assert [(p.name(e.pod), e.reason) for e in plan.events] == [
         ("train-0", Reason.PLACEHOLDER_TIMEOUT),
         ("train-0", Reason.GANG_TIMED_OUT),
@@ -181,7 +181,7 @@ def test_a_coscheduling_gang_out_of_time_gives_its_reservation_back_and_tries_ag
     plan = planned("mpi", pods, NOW - 40 + 900)
     assert plan.state == AppState.PENDING and Outcome.TIMED_OUT in plan.outcomes
     assert plan.ungate == [] and plan.fail == [] and plan.mark_timed_out == []
-    assert names(plan.delete) == [placeholder_name("mpi", MEMBER_GROUP, i) for i in range(4)]
+    assert names(plan.delete) == [placeholder_name("mpi", member_group(pods[0]), i) for i in range(4)]
     assert plan.annotate == {
         keys.STATE: "Pending",
         keys.ATTEMPTS: "1",

@@ -85,9 +85,12 @@ class App:
         complete = fresh and all(
             count >= group.min_member for count, group in zip(present, self.spec.groups, strict=True)
         )
+        # Its members are still being created: every task group has some, not all; where groups are its
+        # members' own shapes (a group for those yet to come has none), some exist, not all.
+        coming = any(present) if self.spec.groups_by_shape else all(present)
         for name, value in (
             ("complete", complete),
-            ("arriving", fresh and not complete and all(present)),
+            ("arriving", fresh and not complete and coming),
             ("needs", needs),
             ("needs_left", left),
             ("amounts", _summed(needs)),

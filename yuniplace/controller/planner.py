@@ -432,11 +432,13 @@ class Planner:
         existing = {p.name(ph): ph for ph in app.placeholders}
         placed = 0
         unplaceable: list[tuple[Pod, str]] = []
+        required: set[str] = set()
         for group in spec.groups:
             confined = confine(group, self.around.pool)
             confined = dataclasses.replace(confined, affinity=pinned(confined.affinity, self.domains.of(group.name)))
             for index in range(group.min_member):
-                found = existing.get(placeholder_name(app.key.app_id, group.name, index))
+                required.add(name := placeholder_name(app.key.app_id, group.name, index))
+                found = existing.get(name)
                 if found is None:
                     plan.create.append(
                         placeholder_pod(
@@ -455,6 +457,12 @@ class Planner:
                     placed += 1
                 elif not p.is_deleting(found) and (why := _unschedulable(found)) is not None:
                     unplaceable.append((found, why))
+        if spec.groups_by_shape:
+            # Placeholders made for members yet to come, sized as the largest seen, are given back once
+            # those members exist in shapes of their own, each of which is reserved as it is.
+            plan.delete += [
+                ph for ph in app.live_placeholders() if p.name(ph) not in required and ph not in plan.delete
+            ]
 
         if placed == spec.min_members:
             self._reserved(placed)
@@ -721,6 +729,25 @@ class Planner:
 
     # -- swapping -------------------------------------------------------------------------------------
 
+    def _unreserved(self, live: list[Pod]) -> list[str]:
+        """The task groups of a gang grouped by its members' shapes that have fewer placeholders than
+        members to seat: members arrived, since it was reserved, in shapes its placeholders were not made
+        for (those yet to come were reserved as large as the largest seen then)."""
+        made = collections.Counter(self.app.group_of(ph) for ph in live)
+        return [f"{g.name} ({made[g.name]}/{g.min_member})" for g in self.spec.groups if made[g.name] < g.min_member]
+
+    def _reserve_again(self, short: list[str], members: dict[str, list[Pod]]) -> None:
+        """Before any member starts, reserve each task group its members' own shape: none may start into
+        room made for another shape, nor without room at all."""
+        self.plan_.state = AppState.RESERVING
+        self._event(
+            self.originator,
+            Reason.CREATING_PLACEHOLDERS,
+            f"its members now all exist, in shapes its placeholders were not made for "
+            f"({', '.join(short)} placeholders): reserving each shape's room before any member starts",
+        )
+        self._reserve(members)
+
     def _swap(self, members: dict[str, list[Pod]]) -> None:
         """Match gated members to placed placeholders of their group, one each; members beyond the
         reserved count run normally. A member already nominated to a node (a swap interrupted by a
@@ -741,6 +768,9 @@ class Planner:
         # creation reconciles the application again); out of time, it gives its reservation back.
         missing = self._members_missing()
         deadline = app.reservation_deadline()
+        if self.spec.groups_by_shape and not missing and not app.started() and (short := self._unreserved(live)):
+            self._reserve_again(short, members)
+            return
         if missing and deadline is not None and self.now >= deadline:
             spec = self.spec
             self._retry(

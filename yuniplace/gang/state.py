@@ -34,7 +34,9 @@ TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
     # Reserved -> Pending: the queue that lent its room took it back before it ran, or (Retry rule) the
     # gang timed out waiting for the rest of its gang group or for its members to exist.
-    S.RESERVED: frozenset({S.PENDING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
+    # Reserved -> Reserving: a gang grouped by its members' shapes whose members, all there now, came in
+    # shapes its placeholders were not made for reserves those before any member starts.
+    S.RESERVED: frozenset({S.PENDING, S.RESERVING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESUMING: frozenset({S.COMPLETED}),
     # A failed application stays Failed, even once its pods (failed by us) are all terminal.

@@ -155,6 +155,10 @@ class GangSpec:
     # The whole gang's topology domains, as the pod describing it asks them (gang/topology.py); a task
     # group may ask domains of its own besides.
     topology: Topology | None = None
+    # Its members belong to the task group of their own role and shape (gang/podshape.py), as a gang of
+    # "N pods like these" is read: its groups change as members arrive (those yet to come are reserved
+    # as large as the largest seen), so a member may take any placeholder of the gang that holds it.
+    groups_by_shape: bool = False
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)

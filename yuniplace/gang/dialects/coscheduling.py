@@ -34,7 +34,9 @@ class Coscheduling(PodsLikeThese):
         stated.min_member = whole_number(
             labels_of(pod).get(MIN_AVAILABLE, "1"), stated.counted_by, stated.problems, most=most_members(limits)
         )
-        return dataclasses.replace(gang_spec(pod, stated, self.title, limits), starts_when_all_exist=self.title)
+        return dataclasses.replace(
+            gang_spec(pod, stated, self.title, limits, members), starts_when_all_exist=self.title
+        )
 
 
 DIALECT = Coscheduling()

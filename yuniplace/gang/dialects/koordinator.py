@@ -71,7 +71,7 @@ class Koordinator(PodsLikeThese):
         # Koordinator reads an empty value, or an empty list, as no gang group.
         if groups_text is not None and groups_text.strip() not in ("", "[]"):
             stated.group_with = gang_group(groups_text, GROUPS, problems)
-        spec = gang_spec(pod, stated, self.title, limits)
+        spec = gang_spec(pod, stated, self.title, limits, members)
         return dataclasses.replace(spec, starts_when_all_exist=self.title, timed_out_mark=TIMEOUT)
 
 

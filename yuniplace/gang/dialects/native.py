@@ -73,7 +73,7 @@ class Native(PodsLikeThese):
         stated.min_member = whole_number(
             spec.get("minCount"), stated.counted_by, stated.problems, most=most_members(limits)
         )
-        return gang_spec(pod, stated, self.title, limits)
+        return gang_spec(pod, stated, self.title, limits, members)
 
 
 DIALECT = Native()

@@ -1,7 +1,8 @@
 """scheduler-plugins' PodGroup (`scheduling.x-k8s.io/v1alpha1`): pods name their PodGroup with a
-label; the PodGroup says the gang's minimum (`spec.minMember`, pods like the originator) and its
-timeout (`spec.scheduleTimeoutSeconds`). Coscheduling holds a gang's pods until its minimum exist, so
-no member starts before all do.
+label; the PodGroup says the gang's minimum (`spec.minMember`: a task group per role and shape of its
+pods), the resources it needs in all (`spec.minResources`: members yet to come are reserved large enough
+for it) and its timeout (`spec.scheduleTimeoutSeconds`). Coscheduling holds a gang's pods until its
+minimum exist, so no member starts before all do.
 
 Its status is written back as scheduler-plugins reports it: Pending → PreScheduling (reserving) →
 Scheduling → Scheduled → Running → Finished, or Failed; counts of scheduled, running, succeeded and
@@ -16,13 +17,14 @@ from typing import Any
 
 from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, differs, labels_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members, no_pod_group
-from yuniplace.gang.podshape import whole_number
+from yuniplace.gang.podshape import min_resources, whole_number
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits, OnTimeout
 
 LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
 API = "/apis/scheduling.x-k8s.io/v1alpha1"
 MIN_MEMBER = "PodGroup spec.minMember"
+MIN_RESOURCES = "PodGroup spec.minResources"
 COUNTS = ("scheduled", "running", "succeeded", "failed")
 
 
@@ -81,10 +83,14 @@ class PodGroupDialect(PodsLikeThese):
         # Out of scheduleTimeoutSeconds, Coscheduling rejects the group's pods and retries after a backoff.
         stated = StatedGang(counted_by=MIN_MEMBER, on_timeout=OnTimeout.RETRY)
         stated.min_member = whole_number(spec.get("minMember"), MIN_MEMBER, stated.problems, most=most_members(limits))
+        stated.wanted = min_resources(spec.get("minResources"), MIN_RESOURCES, stated.problems)
+        stated.wanted_by = MIN_RESOURCES
         scheduled_timeout = spec.get("scheduleTimeoutSeconds")
         if isinstance(scheduled_timeout, int) and not isinstance(scheduled_timeout, bool) and scheduled_timeout > 0:
             stated.timeout_s = scheduled_timeout
-        return dataclasses.replace(gang_spec(pod, stated, self.title, limits), starts_when_all_exist=self.title)
+        return dataclasses.replace(
+            gang_spec(pod, stated, self.title, limits, members), starts_when_all_exist=self.title
+        )
 
 
 DIALECT = PodGroupDialect()

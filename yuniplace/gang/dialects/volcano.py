@@ -35,20 +35,16 @@ ApplicationFailed); its lastTransitionTime moves only when its status does.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from yuniplace.gang import keys
 from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, annotations_of, differs
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, member_problems, no_pod_group
-from yuniplace.gang.podshape import MEMBER_GROUP, shaped_group, whole_number
-from yuniplace.gang.resources import format_quantity, quantities, total
+from yuniplace.gang.podshape import MEMBER_GROUP, beyond_groups, min_resources, shaped_group, whole_number
 from yuniplace.gang.state import TERMINAL, AppState
-from yuniplace.gang.taskgroups import DNS1123_LABEL, QUANTITY, GangSpec, Limits, OnTimeout, Problem
-from yuniplace.kube import parse_quantity
+from yuniplace.gang.taskgroups import DNS1123_LABEL, GangSpec, Limits, OnTimeout, Problem
 
 # The annotation naming a pod's PodGroup, and the one Volcano's Job controller puts on every pod naming
 # the pod's task (matched with the PodGroup's spec.minTaskMember). Its API also serves Volcano's
@@ -57,8 +53,6 @@ GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK = "volcano.sh/task-spec"
 
 DEFAULT_QUEUE = "default"  # Volcano's queue for a PodGroup that names none
-# Kubernetes' count of pods: Volcano may put it in minResources, and no container requests it.
-POD_COUNT = "pods"
 MIN_MEMBER = "PodGroup spec.minMember"
 MIN_TASK_MEMBER = "PodGroup spec.minTaskMember"
 MIN_RESOURCES = "PodGroup spec.minResources"
@@ -133,37 +127,6 @@ def missing_tasks(pod_group: Mapping[str, Any], members: Sequence[Mapping[str, A
     return [task for task in _task_minimums(pod_group.get("spec") or {}, []) if task not in present]
 
 
-def _min_resources(raw: Any, problems: list[Problem]) -> dict[str, Decimal]:
-    """`spec.minResources`, checked; the count of pods left out."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        problems.append(Problem(MIN_RESOURCES, raw, "must be an object of resource quantities"))
-        return {}
-    wanted: dict[str, Decimal] = {}
-    for name, value in sorted(raw.items()):
-        text = value if isinstance(value, str) else json.dumps(value)
-        if isinstance(value, bool) or not QUANTITY.match(text):
-            problems.append(Problem(f"{MIN_RESOURCES}.{name}", value, 'is not a quantity such as "500m" or "2Gi"'))
-        elif name != POD_COUNT:
-            wanted[name] = Decimal(parse_quantity(text))
-    return wanted
-
-
-def _beyond_groups(wanted: Mapping[str, Decimal], groups: list[dict[str, Any]]) -> list[str]:
-    """A warning for each resource minResources asks more of than the task groups reserve."""
-    reserved = total(
-        {name: amount * group["minMember"] for name, amount in quantities(group["minResource"]).items()}
-        for group in groups
-    )
-    return [
-        f"{MIN_RESOURCES}.{name} is {format_quantity(amount)}, more than the task groups reserve "
-        f"({format_quantity(reserved.get(name, Decimal(0)))}); yuniplace reserves what the pods request"
-        for name, amount in wanted.items()
-        if amount > reserved.get(name, Decimal(0))
-    ]
-
-
 def read(
     pod: Mapping[str, Any],
     pod_group: Mapping[str, Any],
@@ -210,9 +173,9 @@ def read(
     if priority is not None and not isinstance(priority, str):
         problems.append(Problem("PodGroup spec.priorityClassName", priority, "must be the name of a PriorityClass"))
         priority = None
-    wanted = _min_resources(spec.get("minResources"), problems)
+    wanted = min_resources(spec.get("minResources"), MIN_RESOURCES, problems)
     if not problems:
-        warnings += _beyond_groups(wanted, groups)
+        warnings += beyond_groups(wanted, groups, MIN_RESOURCES)
     return VolcanoGang(groups, warnings, priority or None)
 
 
@@ -306,7 +269,7 @@ class Volcano(PodsLikeThese):
         stated = StatedGang(on_timeout=OnTimeout.RETRY)
         gang = read(pod, pod_group, members, stated.problems, limits)
         stated.groups = gang.groups
-        spec = gang_spec(pod, stated, self.title, limits)
+        spec = gang_spec(pod, stated, self.title, limits, members)
         return dataclasses.replace(
             spec,
             warnings=spec.warnings + tuple(gang.warnings),
