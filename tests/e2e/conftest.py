@@ -23,7 +23,10 @@ from tests.e2e.support import (
     NamespaceRecorder,
     Placement,
 )
-from yuniplace.localcluster import LocalCluster, NodePool, Taint
+from yuniplace.gang import keys
+from yuniplace.gang.dialects import podgroup
+from yuniplace.kube import NotFound
+from yuniplace.localcluster import LocalCluster, NodePool, Taint, wait_until
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -197,3 +200,26 @@ def pool(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Placement]]
     for node_pool in created:
         for name in node_pool.names():
             cluster.client.delete(f"/api/v1/nodes/{name}")
+
+
+CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "yuniplace" / "crds"
+
+
+def served(cluster: Cluster, api: str) -> bool:
+    """Whether discovery lists the API's resources yet (it lags the CRD's Established condition)."""
+    try:
+        return bool(cluster.client.get(api).get("resources"))
+    except NotFound:
+        return False
+
+
+@pytest.fixture(scope="module")
+def pod_group_api(cluster: Cluster) -> Iterator[None]:
+    """The chart's PodGroup CRDs (scheduler-plugins' and Volcano's), installed as `helm install`
+    installs them, and served."""
+    for crd in sorted(CHART_CRDS.glob("*.yaml")):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd))
+    for name in ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"):
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    wait_until(lambda: served(cluster, podgroup.API) and served(cluster, keys.VOLCANO_API), 30)
+    yield

@@ -5,7 +5,7 @@ of two tasks of different sizes, each task swapped into its own placeholders."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,35 +28,13 @@ from tests.e2e.support import (
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
-from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.tools import status
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "dialects"
-CRDS = ROOT / "charts" / "yuniplace" / "crds"
 # Where each kind of PodGroup is served.
 POD_GROUP_APIS = {"scheduling.x-k8s.io/v1alpha1": podgroup.API, "scheduling.volcano.sh/v1beta1": keys.VOLCANO_API}
-
-
-def served(cluster: Cluster, api: str) -> bool:
-    """Whether discovery lists the API's resources yet (it lags the CRD's Established condition)."""
-    try:
-        return bool(cluster.client.get(api).get("resources"))
-    except NotFound:
-        return False
-
-
-@pytest.fixture(scope="module")
-def pod_group_api(cluster: Cluster) -> Iterator[None]:
-    """The chart's PodGroup CRDs (scheduler-plugins' and Volcano's), installed as `helm install`
-    installs them, and served."""
-    for crd in sorted(CRDS.glob("*.yaml")):
-        cluster.kubectl("apply", "--server-side", "-f", str(crd))
-    for name in ("podgroups.scheduling.x-k8s.io", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"):
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
-    wait_until(lambda: served(cluster, podgroup.API) and served(cluster, keys.VOLCANO_API), 30)
-    yield
 
 
 def documents(name: str) -> list[dict[str, Any]]:

@@ -54,6 +54,7 @@ def member(dialect: str, name: str, cpu: str, place: Placement) -> dict[str, Any
 
 
 @pytest.mark.every_version
+@pytest.mark.usefixtures("pod_group_api")
 @pytest.mark.parametrize(
     ("dialect", "shape", "order"),
     CASES,

@@ -32,7 +32,6 @@ from tests.e2e.support import (
     placeholders,
     put_queues,
 )
-from tests.e2e.test_dialects import pod_group_api  # noqa: F401  (a fixture: the PodGroup and Queue CRDs)
 from yuniplace.gang import keys
 from yuniplace.gang.pods import parse_time
 from yuniplace.kube import NotFound
