@@ -38,13 +38,8 @@ from tests.e2e.support import (
 from yuniplace.gang import keys
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
-from yuniplace.localcluster.spark import (
-    Spark,
-    SparkError,
-    SparkOperator,
-    ensure_spark,
-    ensure_spark_operator,
-)
+from yuniplace.localcluster.operators import Operator, ensure_spark_operator
+from yuniplace.localcluster.spark import Spark, SparkError, ensure_spark
 from yuniplace.tools import sparkconf
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "spark"
@@ -355,7 +350,7 @@ SPARK_APPLICATIONS = "/apis/sparkoperator.k8s.io/v1beta2"
 
 
 @pytest.fixture(scope="module")
-def spark_operator(spark: Spark, cluster: Cluster) -> Iterator[SparkOperator]:
+def spark_operator(spark: Spark, cluster: Cluster) -> Iterator[Operator]:
     """The operator built from its Go module, with its CustomResourceDefinitions installed."""
     operator = ensure_spark_operator()
     for crd in operator.crds:
@@ -375,7 +370,7 @@ def spark_operator(spark: Spark, cluster: Cluster) -> Iterator[SparkOperator]:
 
 @pytest.fixture
 def operator_process(
-    spark: Spark, spark_operator: SparkOperator, cluster: Cluster, namespace: str, tmp_path: Path
+    spark: Spark, spark_operator: Operator, cluster: Cluster, namespace: str, tmp_path: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """`spark-operator controller start` out of cluster, for the test's namespace: it finds the apiserver
     as in a pod (KUBERNETES_SERVICE_HOST/PORT, for spark-submit's --master), runs spark-submit from

@@ -1,11 +1,9 @@
-"""Apache Spark's own spark-submit, and the Kubeflow spark-operator, for trying Spark against a local
-cluster the way a user would.
+"""Apache Spark's own spark-submit, for trying Spark against a local cluster the way a user would.
 
 spark-submit comes from PyPI's pyspark, which ships Spark's jars (its Kubernetes client included) and
 launch scripts: it is installed once per pinned version into the cache, beside the control plane. A
 Java runtime is the one thing it needs from the machine (Debian: `apt-get install default-jre-headless`).
-The spark-operator is built from its Go module (controlplane/sparkoperator/go.mod), like the control
-plane, and runs spark-submit from the same pyspark.
+The spark-operator (operators.py) runs spark-submit from the same pyspark.
 """
 
 from __future__ import annotations
@@ -21,18 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuniplace.localcluster.build import (
-    BuildError,
-    _cached_build,
-    _go,
-    _required_version,
-    cache_root,
-    module_dir,
-)
+from yuniplace.localcluster.build import cache_root
 
 PYSPARK_VERSION = "4.3.0"
 MIN_JAVA = 17  # Spark 4 runs on Java 17 and later
-SPARK_OPERATOR_MODULE = "github.com/kubeflow/spark-operator/v2"
 INSTALL_TIMEOUT_S = 900
 JRE_HINT = "install a Java runtime, e.g. `apt-get install default-jre-headless` on Debian or Ubuntu"
 
@@ -58,13 +48,6 @@ class Spark:
             "SPARK_HOME": str(self.home),
             "PATH": f"{self.java.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
-
-
-@dataclass(frozen=True)
-class SparkOperator:
-    binary: Path
-    version: str
-    crds: list[Path]  # the CustomResourceDefinitions it serves, from its module
 
 
 def java() -> Path:
@@ -140,42 +123,11 @@ def _install(target: Path, *, quiet: bool) -> None:
         print(f"  installed pyspark in {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
 
 
-def ensure_spark_operator(*, quiet: bool = False) -> SparkOperator:
-    """The Kubeflow spark-operator, built from its Go module on first use (about 2 minutes on 2 cores)."""
-    directory = module_dir() / "sparkoperator"
-    version = _required_version((directory / "go.mod").read_text(), SPARK_OPERATOR_MODULE)
-    bin_dir = _cached_build(
-        "sparkoperator",
-        ("sparkoperator/go.mod", "sparkoperator/go.sum"),
-        [("spark-operator", "sparkoperator", ["-ldflags", "-s -w", f"{SPARK_OPERATOR_MODULE}/cmd/operator"])],
-        announce=None
-        if quiet
-        else f"Building the Kubeflow spark-operator {version} into {{target}} (about 2 minutes).",
-    )
-    listed = subprocess.run(
-        [_go(), "list", "-m", "-f", "{{.Dir}}", SPARK_OPERATOR_MODULE],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if listed.returncode != 0 or not listed.stdout.strip():
-        raise SparkError(f"cannot locate the spark-operator module: {listed.stderr.strip()}")
-    crds = sorted((Path(listed.stdout.strip()) / "config" / "crd" / "bases").glob("*.yaml"))
-    if not crds:
-        raise SparkError(f"no CustomResourceDefinitions in {listed.stdout.strip()}/config/crd/bases")
-    return SparkOperator(bin_dir / "spark-operator", version, crds)
-
-
 def main() -> int:
-    """`python -m yuniplace.localcluster.spark [--operator]`: install (or find) spark-submit and print
-    SPARK_HOME; with --operator, build the spark-operator as well and print its path."""
+    """`python -m yuniplace.localcluster.spark`: install (or find) spark-submit and print SPARK_HOME."""
     try:
         print(ensure_spark().home)
-        if "--operator" in sys.argv[1:]:
-            print(ensure_spark_operator().binary)
-    except (SparkError, BuildError) as error:
+    except SparkError as error:
         print(f"spark: {error}", file=sys.stderr)
         return 1
     return 0
