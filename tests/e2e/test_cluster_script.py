@@ -11,9 +11,11 @@ from pathlib import Path
 
 from tests.e2e.support import Cluster, is_running, make_pod
 from yuniplace.localcluster import LocalCluster
+from yuniplace.localcluster.build import SUPPORTED_KUBERNETES
 from yuniplace.localcluster.cluster import state_root
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cluster"
+OLDEST = SUPPORTED_KUBERNETES[0]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -95,14 +97,16 @@ def test_up_with_a_bad_taint_is_refused_with_a_clear_message() -> None:
 
 
 def test_a_cluster_of_another_supported_release_with_the_workload_api(cluster: Cluster) -> None:
-    """`up --kubernetes 1.35 --workload-api`: that release, serving the native gang API its gates switch on."""
+    """`up --kubernetes 1.35 --workload-api`: the oldest supported release, serving the native gang API
+    its gates switch on. scripts/test builds it before the tests start (`build --with-oldest`): `up`
+    would otherwise compile it first, for longer than a test may take."""
     name = f"release-{uuid.uuid4().hex[:6]}"
-    up = run("up", "--name", name, "--nodes", "1", "--kubernetes", "1.35", "--workload-api")
+    up = run("up", "--name", name, "--nodes", "1", "--kubernetes", OLDEST, "--workload-api")
     try:
         assert up.returncode == 0, up.stderr
-        assert "Kubernetes v1.35." in up.stderr and "GangScheduling=true" in up.stderr
+        assert f"Kubernetes v{OLDEST}." in up.stderr and "GangScheduling=true" in up.stderr
         env_lines = run("env", "--name", name).stdout
-        assert '"minor": "35"' in shell(env_lines, "kubectl version -o json")
+        assert f'"minor": "{OLDEST.split(".")[1]}"' in shell(env_lines, "kubectl version -o json")
         assert "workloads" in shell(env_lines, "kubectl api-resources --api-group=scheduling.k8s.io -o name")
     finally:
         run("down", "--name", name)

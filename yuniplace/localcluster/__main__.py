@@ -150,6 +150,11 @@ def parser() -> argparse.ArgumentParser:
         "build", help="build (or find in the cache) the control-plane binaries and print their folder"
     )
     build.add_argument("--kubernetes", choices=SUPPORTED_KUBERNETES, default=DEFAULT_KUBERNETES)
+    build.add_argument(
+        "--with-oldest",
+        action="store_true",
+        help=f"build the oldest supported release ({SUPPORTED_KUBERNETES[0]}) as well: the tests start a cluster of it",
+    )
     kind_image = commands.add_parser(
         "kind-image",
         help="build (or find in the cache) kind, its node image with every image kubeadm runs, and "
@@ -165,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "build":
-            print(ensure_built(args.kubernetes).bin_dir)
+            for release in dict.fromkeys([args.kubernetes, *SUPPORTED_KUBERNETES[:1] * args.with_oldest]):
+                print(ensure_built(release).bin_dir)
             return 0
         if args.command == "kind-image":
             images = ensure_all()
