@@ -13,14 +13,17 @@ from tests import builders
 from yuniplace.gang import keys
 from yuniplace.kube import Forbidden
 from yuniplace.webhook.admission import mutate
-from yuniplace.webhook.rewrite import CACHE_S, RUNNING_SELECTORS, Mode, SchedulerNameRewrite, rewrites
+from yuniplace.webhook.rewrite import CACHE_S, Mode, SchedulerNameRewrite, decider, finders, rewrites
 
 
 class Pods:
     """The API calls a rewrite makes: pods by label selector, some of them Running."""
 
-    def __init__(self, running: set[str] | None = None, fail: bool = False) -> None:
+    def __init__(
+        self, running: set[str] | None = None, fail: bool = False, named: dict[str, str] | None = None
+    ) -> None:
         self.running = running or set()
+        self.named = named or {}  # the name of the pod a selector finds
         self.fail = fail
         self.selectors: list[str] = []
 
@@ -31,7 +34,7 @@ class Pods:
         if self.fail:
             raise Forbidden(403, "Forbidden", "pods is forbidden")
         phase = "Running" if selector in self.running else "Pending"
-        return {"items": [{"status": {"phase": phase}}]}
+        return {"items": [{"metadata": {"name": self.named.get(selector, "some-pod")}, "status": {"phase": phase}}]}
 
 
 class Clock:
@@ -49,7 +52,7 @@ def test_auto_rewrites_while_no_ai_scheduler_pod_runs_under_any_of_its_labels() 
     pods = Pods()
     assert ai_scheduler(pods).wanted() is True
     assert pods.selectors == ["app=ai-scheduler", "app.kubernetes.io/name=ai-scheduler", "component=ai-scheduler"]
-    for selector in RUNNING_SELECTORS["ai-scheduler"]:
+    for selector, _ in finders("ai-scheduler"):
         assert ai_scheduler(Pods({selector})).wanted() is False, selector
 
 
@@ -106,6 +109,41 @@ def test_a_pod_naming_ai_scheduler_is_handed_to_the_default_scheduler_and_gated(
     assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in answer
     assert ops(mutate(review(pod("yunikorn")), rewrite_scheduler_name=wanted)) == []
     assert ops(mutate(review(pod("volcano")), rewrite_scheduler_name=wanted)) == []
-    assert asked == ["ai-scheduler", "yunikorn"]  # never asked for a scheduler it does not rewrite
+    assert ops(mutate(review(pod("default-scheduler")), rewrite_scheduler_name=wanted)) == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}
+    ]
+    assert asked == ["ai-scheduler", "yunikorn", "volcano"]  # never asked about the default scheduler
     # Left to a running ai-scheduler, the pod is its own.
     assert ops(mutate(review(pod("ai-scheduler")), rewrite_scheduler_name=False)) == []
+
+
+def test_only_the_schedulers_taken_over_are_ever_asked_about() -> None:
+    """The webhook's decider asks the cluster about the schedulers it takes over, and about no other:
+    pods of any other keep their scheduler without an API call."""
+    pods = Pods()
+    wanted = decider(rewrites(Mode.AUTO, pods, ["scheduler-plugins-scheduler", "volcano"]))  # type: ignore[arg-type]
+    assert wanted("volcano") is True and wanted("scheduler-plugins-scheduler") is True
+    asked = list(pods.selectors)
+    assert wanted("yunikorn") is False and wanted("default-scheduler") is False and pods.selectors == asked
+
+
+def test_scheduler_plugins_runs_when_its_charts_scheduler_pod_runs() -> None:
+    """scheduler-plugins' chart labels its scheduler `component: scheduler` in a Deployment named after
+    the scheduler: such a pod is its; one of another name with that label is not."""
+    name = "scheduler-plugins-scheduler"
+
+    def decide(pods: Pods) -> bool:
+        return SchedulerNameRewrite(Mode.AUTO, pods, Clock(), scheduler=name).wanted()  # type: ignore[arg-type]
+
+    assert decide(Pods({"component=scheduler"}, named={"component=scheduler": f"{name}-7d9f8-x2k"})) is False
+    assert decide(Pods({"component=scheduler"}, named={"component=scheduler": "some-other-scheduler-1"})) is True
+
+
+def test_kuberays_scheduler_plugins_pods_are_taken_over_by_default() -> None:
+    """KubeRay's `scheduler-plugins` mode names scheduler-plugins' scheduler on every pod it creates,
+    gang or not: with none running, the pod is the default scheduler's (and a gang pod is gated)."""
+    wanted = decider(rewrites(Mode.AUTO, Pods()))  # type: ignore[arg-type]
+    plain = builders.pod(namespace=None, schedulerName="scheduler-plugins-scheduler")
+    assert ops(mutate(review(plain), rewrite_scheduler_name=wanted)) == [
+        {"op": "replace", "path": "/spec/schedulerName", "value": "default-scheduler"}
+    ]

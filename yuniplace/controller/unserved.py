@@ -23,8 +23,9 @@ def _advice(pod: p.Pod, schedulers: frozenset[str]) -> str:
     return (
         f"no scheduler has picked this gang pod up in {UNSERVED_AFTER_S:.0f}s: its schedulerName {name!r} names "
         f"none that runs here, and yuniplace gang-schedules pods of {served}. Remove the schedulerName (Spark: "
-        f"spark.kubernetes.scheduler.name), or let yuniplace's webhook rewrite it (chart value "
-        f"webhook.rewriteSchedulerName: auto or always); if a scheduler named {name!r} does run, start yuniplace "
+        f"spark.kubernetes.scheduler.name; an operator: its batch-scheduler setting), or let yuniplace's webhook "
+        f"rewrite it (chart values webhook.rewriteSchedulerName: auto or always, and {name!r} in "
+        f"webhook.rewrittenSchedulers); if a scheduler named {name!r} does run, start yuniplace "
         f"with --scheduler-name={name} to gang-schedule its pods"
     )
 

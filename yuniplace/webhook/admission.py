@@ -31,9 +31,15 @@ from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
 YUNIKORN_SCHEDULER = "yunikorn"
 # Another batch scheduler whose users bring pods with `schedulerName: ai-scheduler`.
 AI_SCHEDULER = "ai-scheduler"
-# Schedulers whose pods the webhook may hand to the default scheduler (rewrite.py decides when).
-REWRITTEN_SCHEDULERS = (YUNIKORN_SCHEDULER, AI_SCHEDULER)
+# The name KubeRay's `scheduler-plugins` batch scheduler (and other operators' for scheduler-plugins)
+# gives pods: that of scheduler-plugins' second scheduler, as its Helm chart installs it.
+SCHEDULER_PLUGINS_SCHEDULER = "scheduler-plugins-scheduler"
+# Schedulers whose pods the webhook may hand to the default scheduler unless told others (rewrite.py
+# decides when).
+REWRITTEN_SCHEDULERS = (YUNIKORN_SCHEDULER, AI_SCHEDULER, SCHEDULER_PLUGINS_SCHEDULER)
 DEFAULT_SCHEDULER = p.DEFAULT_SCHEDULER
+# Whether to hand pods naming a scheduler to the default one: asked with the scheduler's name (False for
+# a name not taken over), or, as a bool, for the schedulers of REWRITTEN_SCHEDULERS alike.
 Rewrite = bool | Callable[[str], bool]
 
 
@@ -105,11 +111,13 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _rewritten(pod: Mapping[str, Any], rewrite: Rewrite) -> dict[str, Any] | None:
     """The pod (or pod template) with its schedulerName handed to the default scheduler, when it names
-    one of REWRITTEN_SCHEDULERS and the rewrite is wanted for it; else None. A callable is asked, with
-    the scheduler's name, only for such pods, since asking may cost an API call."""
+    a scheduler whose pods are taken over and the rewrite is wanted for it; else None. A callable is
+    asked, with the scheduler's name, only for pods naming another scheduler than the default."""
     spec = pod.get("spec") or {}
     name = spec.get("schedulerName")
-    if name not in REWRITTEN_SCHEDULERS or not (rewrite(name) if callable(rewrite) else rewrite):
+    if not isinstance(name, str) or name in ("", DEFAULT_SCHEDULER):
+        return None
+    if not (rewrite(name) if callable(rewrite) else rewrite and name in REWRITTEN_SCHEDULERS):
         return None
     return {**pod, "spec": {**spec, "schedulerName": DEFAULT_SCHEDULER}}
 
@@ -170,7 +178,7 @@ def mutate(
     trust: Trust = DEFAULT_TRUST,
 ) -> dict[str, Any]:
     """Gate a gang pod and record who created it; record who created a gang workload on its pod
-    template; rewrite `schedulerName: yunikorn` (or `ai-scheduler`) when asked."""
+    template; rewrite the schedulerName of a scheduler whose pods are taken over when asked."""
     request = review.get("request") or {}
     kind = request.get("kind") or {}
     path = identity.TEMPLATES.get((str(kind.get("group")), str(kind.get("kind"))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import threading
 from http.server import ThreadingHTTPServer
@@ -22,9 +23,12 @@ from yuniplace.gang.taskgroups import Limits
 from yuniplace.gang.userinfo import ANNOTATION
 from yuniplace.kube import KubeClient
 from yuniplace.webhook import identity, server
+from yuniplace.webhook.admission import DEFAULT_SCHEDULER, REWRITTEN_SCHEDULERS
 from yuniplace.webhook.rewrite import Mode, rewrites
 
 log = logging.getLogger(__name__)
+SCHEDULER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+MAX_SCHEDULER_NAME = 253
 
 
 def _pattern(text: str) -> str:
@@ -33,6 +37,16 @@ def _pattern(text: str) -> str:
         identity.compile_pattern(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def _scheduler_name(text: str) -> str:
+    """A scheduler's name as a pod's spec.schedulerName holds it (a DNS subdomain), not the default one."""
+    if len(text) > MAX_SCHEDULER_NAME or not SCHEDULER_NAME.fullmatch(text) or text == DEFAULT_SCHEDULER:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not another scheduler's name "
+            f"(a DNS subdomain: a-z, 0-9, '-' and '.'; not {DEFAULT_SCHEDULER})"
+        )
     return text
 
 
@@ -52,10 +66,19 @@ def add_webhook_arguments(group: Any, *, required: bool) -> None:
         default=Mode.AUTO.value,
         choices=[m.value for m in Mode],
         metavar="auto|always|never",
-        help="rewrite schedulerName: yunikorn (and ai-scheduler) to the default scheduler, so that pods written "
-        "for YuniKorn (spark.kubernetes.scheduler.name=yunikorn) or ai-scheduler are gang-scheduled by yuniplace: "
-        "auto (default) while the scheduler the pod names does not run in the cluster, always (the flag alone), "
-        "or never",
+        help="rewrite the schedulerName of pods naming a scheduler taken over (--rewritten-scheduler) to the default "
+        "scheduler, so that pods written for it (spark.kubernetes.scheduler.name=yunikorn, an operator's batch "
+        "scheduler) are gang-scheduled by yuniplace: auto (default) while the scheduler the pod names does not run "
+        "in the cluster, always (the flag alone), or never",
+    )
+    group.add_argument(
+        "--rewritten-scheduler",
+        action="append",
+        type=_scheduler_name,
+        metavar="NAME",
+        help="a scheduler whose pods --rewrite-scheduler-name takes over (repeatable; default: "
+        + ", ".join(REWRITTEN_SCHEDULERS)
+        + ")",
     )
     # Who may carry a record of the requester (ANNOTATION) of their choosing, with YuniKorn's names
     # (admissionController.accessControl.*). Patterns are searched in the names, as YuniKorn's are.
@@ -111,7 +134,7 @@ def start_webhook(args: argparse.Namespace, limits: Limits, client: KubeClient |
         args.webhook_address,
         args.tls_cert_file,
         args.tls_key_file,
-        rewrites=rewrites(Mode(args.rewrite_scheduler_name), client),
+        rewrites=rewrites(Mode(args.rewrite_scheduler_name), client, args.rewritten_scheduler or REWRITTEN_SCHEDULERS),
         limits=limits,
         schedulers=schedulers_from(args),
         trust=trust,

@@ -20,7 +20,7 @@ from yuniplace.gang.pods import DEFAULT_SCHEDULERS
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.webhook import admission
 from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
-from yuniplace.webhook.rewrite import SchedulerNameRewrite
+from yuniplace.webhook.rewrite import SchedulerNameRewrite, decider
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +131,15 @@ def serve(
     trust: Trust = DEFAULT_TRUST,
 ) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one). `rewrites`:
-    whether to rewrite each scheduler name (admission.REWRITTEN_SCHEDULERS) to the default scheduler."""
+    whether to rewrite each scheduler name taken over to the default scheduler (none other is)."""
     host, _, port = address.rpartition(":")
+    rewrite = decider(rewrites)
     routes: dict[str, Decide] = {
         "/mutate": lambda review: admission.mutate(
-            review, rewrite_scheduler_name=lambda name: rewrites[name].wanted(), schedulers=schedulers, trust=trust
+            review,
+            rewrite_scheduler_name=rewrite,
+            schedulers=schedulers,
+            trust=trust,
         ),
         "/validate": lambda review: admission.validate(review, limits, schedulers, trust),
     }

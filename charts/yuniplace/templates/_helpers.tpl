@@ -277,6 +277,35 @@ webhook.rewriteSchedulerName, checked: auto, always or never (true and false rea
 {{- end }}
 
 {{/*
+webhook.rewrittenSchedulers, checked: scheduler names (DNS subdomains, never the default scheduler),
+since each is written into the mutating webhook's CEL match condition; one per line.
+*/}}
+{{- define "yuniplace.rewrittenSchedulers" -}}
+{{- $names := .Values.webhook.rewrittenSchedulers -}}
+{{- if not (kindIs "slice" $names) -}}
+{{- fail "webhook.rewrittenSchedulers must be a list of scheduler names" -}}
+{{- end -}}
+{{- range $names -}}
+{{- $name := . | toString -}}
+{{- if or (gt (len $name) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $name)) (eq $name "default-scheduler") -}}
+{{- fail (printf "webhook.rewrittenSchedulers: %q is not another scheduler's name (a DNS subdomain, not default-scheduler)" $name) -}}
+{{- end }}
+{{ $name }}
+{{- end -}}
+{{- end }}
+
+{{/*
+CEL: the pod names one of the schedulers whose pods are taken over.
+*/}}
+{{- define "yuniplace.rewrittenSchedulerCEL" -}}
+{{- $quoted := list -}}
+{{- range (include "yuniplace.rewrittenSchedulers" . | trim | splitList "\n") -}}
+{{- if . }}{{- $quoted = append $quoted (printf "'%s'" .) -}}{{- end -}}
+{{- end -}}
+has(object.spec.schedulerName) && object.spec.schedulerName in [{{ join ", " $quoted }}]
+{{- end }}
+
+{{/*
 webhook.accessControl as the webhook's flags (YAML list items, quoted: patterns hold `:`, `#`, `$`).
 */}}
 {{- define "yuniplace.accessControlArgs" -}}
