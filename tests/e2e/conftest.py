@@ -36,6 +36,8 @@ SKIP_WITHOUT_GO = (
 )
 
 CLUSTER_WIDE = pytest.StashKey[list[ControllerProcess]]()
+# Logs of other processes a test started (an operator, say), by what they are: shown when it fails.
+SIDE_LOGS = pytest.StashKey[list[tuple[str, Path]]]()
 # Enough room for every e2e test of this suite at once: 4 nodes of 8 CPU / 32 GiB.
 SESSION_POOL = NodePool(count=4, cpu="8", memory="32Gi", pods=110)
 
@@ -165,6 +167,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.failed:
         for started in item.stash.get(CLUSTER_WIDE, []):
             report.sections.append((f"{started.name} log", started.log()))
+        for name, path in item.stash.get(SIDE_LOGS, []):
+            report.sections.append((f"{name} log", path.read_text(errors="replace")[-8000:]))
     return report
 
 

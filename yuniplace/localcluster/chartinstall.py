@@ -144,12 +144,14 @@ def install(
     rewrite = {"true": "always", "false": "never"}.get(
         str(effective["webhook"]["rewriteSchedulerName"]).lower(), str(effective["webhook"]["rewriteSchedulerName"])
     )
+    taken_over = [str(name) for name in effective["webhook"].get("rewrittenSchedulers") or []]
     # The Deployment's own arguments (its queues ConfigMap, limits, extraArgs…), but those of a pod in the
     # cluster (its address, its leader election, which controller_args sets for this process).
     own = [a for a in args if a != "controller" and not a.startswith(_SET_HERE)]
     extra = (
         *own,
-        f"--rewrite-scheduler-name={rewrite}",
+        f"--rewrite-scheduler-name={rewrite if taken_over else 'never'}",
+        *(f"--rewritten-scheduler={name}" for name in taken_over),
         *_access_control(effective["webhook"].get("accessControl") or {}),
     )
     return Installation(release, namespace, account, secret, lease, kubeconfig, cert, key, tuple(extra))
