@@ -265,6 +265,7 @@ def test_a_ray_cluster_larger_than_the_free_room_waits_whole_and_starts_when_roo
     # It names the group of the gang that does not fit, and its size: the large worker placed first (the
     # largest pods are placed first), the head beside it, one small worker of two.
     assert re.search(r"ray\S*/small\S*: 1 of 2 pods of \(cpu 1, memory 1Gi\) fit", waiting["message"]), waiting
+
     # The operator creates the pods one after another: once all four exist, none is bound.
     def all_four() -> list[dict[str, Any]] | None:
         pods = ray_pods(cluster, namespace, "ray")

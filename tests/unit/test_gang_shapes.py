@@ -262,7 +262,10 @@ def test_members_arriving_larger_than_reserved_for_them_are_reserved_again_befor
     assert len(again.delete) == 2 and names(again.create) and len(again.create) == 2
     assert all(ph["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "2" for ph in again.create)
     note = next(e.note for e in again.events if e.reason == Reason.CREATING_PLACEHOLDERS)
-    assert "in shapes its placeholders were not made for" in note and "before any member starts" in note
+    assert note == (
+        f"its placeholders no longer hold what its members ask (task group {member_group(reserved_cluster[-1])} 0/2 "
+        "of their size): reserving that before any member starts"
+    )
 
     cluster = apply(cluster, again, NOW)
     waiting = planned(cluster)  # the new placeholders are not placed yet: still nobody starts

@@ -475,11 +475,44 @@ def test_running_originator_moves_reserved_to_running() -> None:
     assert [p.name(s.member) for s in plan.swaps] == ["exec-0", "exec-1"]
 
 
-def test_members_larger_than_min_resource_release_a_placeholder_and_run_normally() -> None:
+def test_a_member_larger_than_its_group_before_the_gang_starts_is_reserved_its_size() -> None:
+    """Its task group's placeholders are too small for it: none of the gang starts, they are given back,
+    and made again as large as the member (so it never starts alone, into normal scheduling)."""
     big = executor(0, requests={"cpu": "1500m", "memory": "2Gi"})
     pods = [driver(state=AppState.RESERVING, started=NOW - 100), big, executor(1), *all_placeholders(bound=True)]
     plan = plan_of(pods)
-    assert plan.state == AppState.RESERVED
+    assert plan.state == AppState.RESERVING and plan.swaps == [] and plan.ungate == []
+    assert names(plan.delete) == [ph_name("exec", 0), ph_name("exec", 1)]
+    (group,) = [g for g in Application.of(KEY, pods).spec.groups if g.name == "exec"]  # type: ignore[union-attr]
+    assert dict(group.min_resource) == {"cpu": "1500m", "memory": "2Gi"}
+    gone = apply(pods, plan, NOW)
+    again = plan_of(gone)
+    assert [ph["spec"]["containers"][0]["resources"]["requests"] for ph in again.create] == [
+        {"cpu": "1500m", "memory": "2Gi"},
+        {"cpu": "1500m", "memory": "2Gi"},
+    ]
+    started = plan_of(schedule(apply(gone, again, NOW), NOW))
+    assert sorted(p.name(s.member) for s in started.swaps) == ["driver", "exec-0", "exec-1"]
+    assert "TaskGroupResourceMismatch" not in reasons(started)
+
+
+def test_a_gang_starting_with_a_member_larger_than_its_group_is_warned_of() -> None:
+    pods = [driver(), executor(0, requests={"cpu": "1500m", "memory": "1Gi"}), executor(1)]
+    plan = plan_of(pods)
+    warned = [e.note for e in plan.events if e.reason == "TaskGroupWarning"]
+    assert warned == [
+        "task group exec: its members request more than its minResource (cpu 1500m > 1, init containers and "
+        "overhead included; pod exec-0 among them): each of its members is reserved that much"
+    ]
+    assert {ph["spec"]["containers"][0]["resources"]["requests"]["cpu"] for ph in plan.create} == {"1", "1500m"}
+
+
+def test_a_member_larger_than_its_placeholders_after_the_gang_started_releases_one_and_runs_normally() -> None:
+    """YuniKorn's rule for a late member (the gang runs already): it does not fit its placeholder."""
+    big = executor(0, requests={"cpu": "1500m", "memory": "2Gi"})
+    running = driver(state=AppState.RUNNING, started=NOW - 100, first_allocated=NOW - 30, gated=False, node="n9")
+    pods = [running, big, executor(1), *all_placeholders(bound=True)[1:]]
+    plan = plan_of(pods)
     mismatch = [e for e in plan.events if e.reason == "TaskGroupResourceMismatch"]
     assert len(mismatch) == 1 and mismatch[0].pod is big and mismatch[0].warning
     assert mismatch[0].note == (
@@ -489,7 +522,6 @@ def test_members_larger_than_min_resource_release_a_placeholder_and_run_normally
     assert plan.ungate == [big]
     assert names(plan.delete) == [ph_name("exec", 1)]
     assert [(p.name(s.member), p.name(s.placeholder) if s.placeholder else None) for s in plan.swaps] == [
-        ("driver", ph_name("driver", 0)),
         ("exec-1", ph_name("exec", 0)),
     ]
 
@@ -497,7 +529,7 @@ def test_members_larger_than_min_resource_release_a_placeholder_and_run_normally
 def test_a_resource_missing_from_min_resource_is_a_mismatch() -> None:
     gpu = executor(0, requests={"cpu": "1", "nvidia.com/gpu": "1"})
     pods = [
-        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, node="n9"),
         gpu,
         *all_placeholders(bound=True),
     ]
@@ -576,7 +608,7 @@ def test_a_swap_held_back_by_another_applications_member_names_the_node_it_waits
     """The other member's binding is not this application's event: the controller wakes it through
     the node named here, rather than after the recheck."""
     pods = [
-        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False),
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, node="n0"),
         executor(0),
         placeholder("exec", 0, node="n1", scheduled=NOW - 30),
     ]
@@ -1190,9 +1222,11 @@ def test_a_gang_given_seats_starts_its_members_on_them_without_placeholders() ->
     assert plan.annotate[keys.STATE] == "Reserved" and keys.RESERVATION_STARTED in plan.annotate
 
 
-def test_a_member_larger_than_its_group_gets_no_seat_and_is_scheduled_normally() -> None:
+def test_a_member_larger_than_its_group_is_seated_as_large_as_it_is() -> None:
+    """Admission sized the seats by the group made as large as its largest member: every member starts on
+    one, none into normal scheduling."""
     pods = [driver(), executor(0, requests={"cpu": "2", "memory": "1Gi"}), executor(1)]
     seats = Granted(seats=(("driver", ("node-a",)), ("exec", ("node-b", "node-c"))))
     plan = Planner(Application.of(KEY, pods), NOW, Settings(), Surroundings(ticket=seats)).plan()
-    assert [p.name(s.member) for s in plan.swaps] == ["driver", "exec-1"] and names(plan.ungate) == ["exec-0"]
-    assert "TaskGroupResourceMismatch" in reasons(plan)
+    assert [p.name(s.member) for s in plan.swaps] == ["driver", "exec-0", "exec-1"] and plan.ungate == []
+    assert "TaskGroupResourceMismatch" not in reasons(plan) and "TaskGroupWarning" in reasons(plan)

@@ -25,7 +25,7 @@ def test_every_example_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         out.strip()
         .splitlines()[-1]
-        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 20 gang pod(s), 0 error(s), 0 warning(s)")
+        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 26 gang pod(s), 0 error(s), 0 warning(s)")
     )
 
 
@@ -334,3 +334,48 @@ def test_ai_scheduler_pools_are_checked_and_merged_with_the_other_sources(
     )
     code, out = run(capsys, str(manifests))
     assert code == 1 and "root.demo" in out and "configured" in out, out
+
+
+# -- KubeRay's objects -----------------------------------------------------------------------------
+
+
+def test_a_ray_cluster_is_read_as_kuberays_operator_writes_its_pods(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, str(EXAMPLES / "kuberay" / "raycluster.yaml"))
+    assert code == 0, out
+    assert (
+        "RayCluster/raycluster-gang head: gang: 4 pods, all or nothing: headgroup 1 × (cpu 1, memory 2Gi), "
+        "small 2 × (cpu 1, memory 1Gi), large 1 × (cpu 2, memory 4Gi)"
+    ) in out
+    assert out.strip().splitlines()[-1] == "ok: 1 file(s), 3 gang pod(s), 0 error(s), 0 warning(s)"
+
+
+def test_what_keeps_a_ray_gang_from_starting_whole_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Workers smaller than the init container KubeRay adds to them, a RayJob without YuniKorn's app id,
+    and a RayCluster without the gang label."""
+    job = tmp_path / "rayjob.yaml"
+    job.write_text(
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: tiny, labels: {ray.io/gang-scheduling-enabled: 'true'}}\n"
+        "spec:\n  entrypoint: x\n  rayClusterSpec:\n    headGroupSpec:\n      template: {spec: {containers: "
+        "[{name: h, resources: {requests: {cpu: '1', memory: 1Gi}}}]}}\n    workerGroupSpecs:\n"
+        "      - {groupName: tiny, minReplicas: 2, replicas: 2, template: {spec: {containers: "
+        "[{name: w, resources: {limits: {cpu: 100m, memory: 128Mi}}}]}}}\n"
+        "---\napiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: plain}\nspec:\n  headGroupSpec:\n"
+        "    template: {spec: {containers: [{name: h}]}}\n"
+    )
+    code, out = run(capsys, "--strict", str(job))
+    assert code == 1, out
+    assert (
+        "RayJob/tiny head: gang: 4 pods, all or nothing: headgroup 1 × (cpu 1, memory 1Gi), tiny 2 × (cpu 100m, "
+        "memory 128Mi), submittergroup 1 × (cpu 500m, memory 200Mi)"
+    ) in out
+    assert "RayJob/tiny head: warning: without the label yunikorn.apache.org/app-id, the submitter" in out
+    assert (
+        "RayJob/tiny worker group tiny: warning: requests more than task group tiny's minResource (cpu 200m > 100m, "
+        "memory 256Mi > 128Mi)"
+    ) in out
+    assert (
+        "RayCluster/plain head: warning: without the label ray.io/gang-scheduling-enabled, KubeRay writes no gang for "
+        "it: its pods are scheduled one by one"
+    ) in out

@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import enum
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Undecided, Waiting
@@ -436,6 +437,7 @@ class Planner:
         for group in spec.groups:
             confined = confine(group, self.around.pool)
             confined = dataclasses.replace(confined, affinity=pinned(confined.affinity, self.domains.of(group.name)))
+            size = quantities(group.min_resource)
             for index in range(group.min_member):
                 required.add(name := placeholder_name(app.key.app_id, group.name, index))
                 found = existing.get(name)
@@ -453,6 +455,8 @@ class Planner:
                     )
                 elif p.is_terminal(found) and not p.is_deleting(found):
                     plan.delete.append(found)  # evicted or failed: recreated once it is gone
+                elif not p.is_deleting(found) and shortfalls(size, app.requests_of(found)):
+                    plan.delete.append(found)  # smaller than its group now asks: made again once it is gone
                 elif p.node_name(found) and not p.is_deleting(found):
                     placed += 1
                 elif not p.is_deleting(found) and (why := _unschedulable(found)) is not None:
@@ -730,21 +734,36 @@ class Planner:
     # -- swapping -------------------------------------------------------------------------------------
 
     def _unreserved(self, live: list[Pod]) -> list[str]:
-        """The task groups of a gang grouped by its members' shapes that have fewer placeholders than
-        members to seat: members arrived, since it was reserved, in shapes its placeholders were not made
-        for (those yet to come were reserved as large as the largest seen then)."""
-        made = collections.Counter(self.app.group_of(ph) for ph in live)
-        return [f"{g.name} ({made[g.name]}/{g.min_member})" for g in self.spec.groups if made[g.name] < g.min_member]
+        """The task groups of a reserved gang that hold fewer placeholders of their size than members to
+        seat: members came, since it was reserved, larger than its placeholders or in shapes they were not
+        made for (members yet to come of a gang grouped by shapes were reserved as large as the largest
+        seen then), or a placeholder went."""
+        sizes = {g.name: quantities(g.min_resource) for g in self.spec.groups}
+        made = collections.Counter(
+            group
+            for ph in live
+            if (group := self.app.group_of(ph)) in sizes and not shortfalls(sizes[group], self.app.requests_of(ph))
+        )
+        # A swap interrupted after its placeholder went holds its room by the member's nomination.
+        held = {p.name(ph) for ph in live}
+        made.update(
+            group
+            for m in self.app.gated_members()
+            if p.nominated_node(m)
+            and p.annotations_of(m).get(keys.SWAP_PLACEHOLDER) not in (None, *held)
+            and (group := self.app.group_of(m)) is not None
+        )
+        return [f"{g.name} {made[g.name]}/{g.min_member}" for g in self.spec.groups if made[g.name] < g.min_member]
 
     def _reserve_again(self, short: list[str], members: dict[str, list[Pod]]) -> None:
-        """Before any member starts, reserve each task group its members' own shape: none may start into
-        room made for another shape, nor without room at all."""
+        """Before any member starts, reserve what each task group now asks: no member may start into room
+        smaller than it, nor without room at all."""
         self.plan_.state = AppState.RESERVING
         self._event(
             self.originator,
             Reason.CREATING_PLACEHOLDERS,
-            f"its members now all exist, in shapes its placeholders were not made for "
-            f"({', '.join(short)} placeholders): reserving each shape's room before any member starts",
+            f"its placeholders no longer hold what its members ask (task group {', '.join(short)} of their size): "
+            "reserving that before any member starts",
         )
         self._reserve(members)
 
@@ -768,7 +787,7 @@ class Planner:
         # creation reconciles the application again); out of time, it gives its reservation back.
         missing = self._members_missing()
         deadline = app.reservation_deadline()
-        if self.spec.groups_by_shape and not missing and not app.started() and (short := self._unreserved(live)):
+        if not missing and not app.started() and (short := self._unreserved(live)):
             self._reserve_again(short, members)
             return
         if missing and deadline is not None and self.now >= deadline:
@@ -803,7 +822,11 @@ class Planner:
             ready = collections.deque(ph for ph in free if p.node_name(ph) not in busy)
             blocked = [ph for ph in free if p.node_name(ph) in busy]
             for member in pending:
-                if not self._fits_group(member, group.name, group.min_resource, releasing=True):
+                # A placeholder holds what its group asked when it was made: a member that came larger
+                # since (of a gang already started) does not fit it.
+                room = next(iter(ready or blocked), None)
+                size = group.min_resource if room is None else _formatted(app.requests_of(room))
+                if not self._fits_group(member, group.name, size, releasing=True):
                     spare = blocked.pop() if blocked else ready.pop() if ready else None
                     if spare is not None:
                         claimed.add(p.uid(spare))
@@ -836,6 +859,10 @@ class Planner:
                 )
             elif deadline is not None:
                 plan.requeue_after_s = max(0.0, deadline - self.now)
+
+
+def _formatted(requests: Mapping[str, Decimal]) -> dict[str, str]:
+    return {name: format_quantity(amount) for name, amount in requests.items()}
 
 
 def _unschedulable(pod: Pod) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from yuniplace.gang import keys, topology
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
 from yuniplace.gang.record import Record, read_record, state_of
+from yuniplace.gang.resources import Resources, format_quantity, pod_requests, quantities, shortfalls
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import (
     GangSpec,
@@ -25,6 +26,7 @@ from yuniplace.gang.taskgroups import (
     Limits,
     Problem,
     Style,
+    TaskGroup,
     parse_gang,
     style_of,
 )
@@ -74,6 +76,50 @@ def _originator(candidates: Sequence[Pod], pod_group: Mapping[str, Any] | None, 
     return chosen
 
 
+def holding_its_members(
+    spec: GangSpec,
+    members: Sequence[Pod],
+    group_of: Callable[[Pod], str | None],
+    requests_of: Callable[[Pod], Resources],
+) -> GangSpec:
+    """The gang with each task group as large as the largest of its live members in every resource: a
+    member larger than what its group reserves would find no room of its size (its init containers and
+    pod overhead count, which an operator writing task groups may leave out), and released alone into
+    normal scheduling it could start the gang in part. Each group made larger is warned of."""
+    by_group: dict[str, list[Pod]] = {}
+    for member in members:
+        named = group_of(member)
+        if named is not None and not p.is_deleting(member) and not p.is_terminal(member):
+            by_group.setdefault(named, []).append(member)
+    groups: list[TaskGroup] = []
+    warnings: list[str] = []
+    for group in spec.groups:
+        reserved = quantities(group.min_resource)
+        grown = dict(reserved)
+        larger: Pod | None = None
+        for member in by_group.get(group.name, ()):
+            needs = requests_of(member)
+            if shortfalls(needs, grown):
+                larger = larger or member
+                grown.update({name: max(grown.get(name, amount), amount) for name, amount in needs.items()})
+        if larger is None:
+            groups.append(group)
+            continue
+        detail = ", ".join(
+            f"{name} {format_quantity(need)} > {format_quantity(have)}"
+            for name, need, have in shortfalls(grown, reserved)
+        )
+        warnings.append(
+            f"task group {group.name}: its members request more than its minResource ({detail}, init containers and "
+            f"overhead included; pod {p.name(larger)} among them): each of its members is reserved that much"
+        )
+        grown_resource = {name: format_quantity(amount) for name, amount in grown.items()}
+        groups.append(dataclasses.replace(group, min_resource=grown_resource))
+    if not warnings:
+        return spec
+    return dataclasses.replace(spec, groups=tuple(groups), warnings=spec.warnings + tuple(warnings))
+
+
 def describes_gang(pod: Pod, identity: p.Identity) -> bool:
     """Whether the member may be the application's originator: it describes the gang, and is not going."""
     return identity.describes_gang and not p.is_deleting(pod)
@@ -95,6 +141,8 @@ class Application:
     identities: Mapping[str, p.Identity] = field(default_factory=dict)
     # Its members still held by yuniplace's gate, oldest first (None: worked out from `members`).
     gated: tuple[Pod, ...] | None = None
+    # What each of its pods requests (by uid), as the store worked it out when the pod last changed.
+    requests: Mapping[str, Resources] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -119,11 +167,21 @@ class Application:
         limits: Limits,
         identities: Mapping[str, p.Identity] | None = None,
         gated: tuple[Pod, ...] | None = None,
+        requests: Mapping[str, Resources] | None = None,
     ) -> Application:
         """The application of its members and placeholders, each oldest first, and the members that may
         be its originator (`describes_gang`), oldest first: as the store keeps them, with what it knows
-        of each pod and which members are gated."""
-        found = functools.partial(cls, key, members, placeholders, pod_group, identities=identities or {}, gated=gated)
+        of each pod (what it is, what it requests) and which members are gated."""
+        found = functools.partial(
+            cls,
+            key,
+            members,
+            placeholders,
+            pod_group,
+            identities=identities or {},
+            gated=gated,
+            requests=requests or {},
+        )
         originator = _originator(candidates, pod_group, members)
         if originator is None:
             return found(None, Record(), None, None, limits.default_style)
@@ -134,13 +192,20 @@ class Application:
             spec = read_gang(originator, pod_group, limits, members)
         except InvalidGang as error:
             return found(originator, Record(state=state_of(notes)), None, error, style)
-        return found(originator, record, spec, None, spec.policy.style)
+        app = found(originator, record, spec, None, spec.policy.style)
+        return dataclasses.replace(app, spec=holding_its_members(spec, members, app.group_of, app.requests_of))
 
     def group_of(self, pod: Pod) -> str | None:
         """The task group the pod (a member or a placeholder of this application) belongs to."""
         uid = pod.get("metadata", {}).get("uid")
         identity = self.identities.get(uid) if uid else None
         return p.task_group_name(pod) if identity is None else identity.group
+
+    def requests_of(self, pod: Pod) -> Resources:
+        """What the pod (a member or a placeholder) requests of a node, as kube-scheduler counts it."""
+        uid = pod.get("metadata", {}).get("uid")
+        known = self.requests.get(uid) if uid else None
+        return pod_requests(pod.get("spec", {})) if known is None else known
 
     @property
     def state(self) -> AppState:

@@ -34,8 +34,8 @@ TRANSITIONS: dict[AppState, frozenset[AppState]] = {
     # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
     # Reserved -> Pending: the queue that lent its room took it back before it ran, or (Retry rule) the
     # gang timed out waiting for the rest of its gang group or for its members to exist.
-    # Reserved -> Reserving: a gang grouped by its members' shapes whose members, all there now, came in
-    # shapes its placeholders were not made for reserves those before any member starts.
+    # Reserved -> Reserving: a gang none of whose members started, whose placeholders no longer hold what
+    # its members ask (they came larger, or in shapes not reserved for), reserves that first.
     S.RESERVED: frozenset({S.PENDING, S.RESERVING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
     S.RESUMING: frozenset({S.COMPLETED}),

@@ -16,6 +16,7 @@ from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, describes_gang
 from yuniplace.gang.dialects.base import GangDialect
+from yuniplace.gang.resources import Resources, pod_requests
 from yuniplace.gang.taskgroups import Limits
 
 Pod = p.Pod
@@ -55,6 +56,7 @@ class AppPods:
         self.changes = 0  # how often its pods have changed: a reader that saw one count knows there is news
         self._pods: dict[str, Pod] = {}
         self._identities: dict[str, p.Identity] = {}
+        self._requests: dict[str, Resources] = {}  # what each pod requests, worked out as it changes
         self._places: dict[str, Place] = {}
         self._members = _Ordered()
         self._placeholders = _Ordered()
@@ -80,6 +82,7 @@ class AppPods:
             self.last_added_at = now
             place = self._places[uid] = (p.created_at(pod), pod["metadata"].get("name") or "", uid)
         self._pods[uid] = pod
+        self._requests[uid] = pod_requests(pod.get("spec", {}))
         before = self._identities.get(uid)
         self._identities[uid] = identity
         if before is None:
@@ -101,6 +104,7 @@ class AppPods:
         if self._pods.pop(uid, None) is None:
             return
         place = self._places.pop(uid)
+        del self._requests[uid]
         if self._identities.pop(uid).placeholder:
             self._placeholders.drop(place)
         else:
@@ -129,6 +133,7 @@ class AppPods:
             limits,
             MappingProxyType(self._identities),
             tuple(self._gated.pods),
+            MappingProxyType(self._requests),
         )
         self._read = (self.changes, pod_group, app)
         return app

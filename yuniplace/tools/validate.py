@@ -2,7 +2,8 @@
 anything runs.
 
 Finds every pod a manifest will create (Pods; the pod templates of Jobs, CronJobs, Deployments,
-StatefulSets, ReplicaSets, DaemonSets; the driver and executor of a Kubeflow SparkApplication; the
+StatefulSets, ReplicaSets, DaemonSets; the driver and executor of a Kubeflow SparkApplication; the head,
+workers and submitter KubeRay's operator creates for a RayCluster or RayJob, and what its gang will be; the
 `spark.kubernetes.*.annotation.*` settings of spark-submit properties files, scripts and `--conf`
 files), applies the webhook's own checks, and compares each gang member's requests with its task
 group's minResource — the most common gang scheduling mistake is a Spark pod whose memory overhead
@@ -26,7 +27,7 @@ import yaml
 
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.application import Application
+from yuniplace.gang.application import Application, read_gang
 from yuniplace.gang.resources import (
     format_quantity,
     pod_requests,
@@ -34,7 +35,7 @@ from yuniplace.gang.resources import (
     shortfalls,
 )
 from yuniplace.gang.taskgroups import GangSpec, Limits
-from yuniplace.tools import queuefiles, sparkconf
+from yuniplace.tools import queuefiles, rayobjects, sparkconf
 from yuniplace.webhook.admission import is_gang_pod, problems_of
 
 MIB = 1024 * 1024
@@ -55,7 +56,7 @@ class Subject:
 
     where: str
     pod: dict[str, Any]
-    findings: list[tuple[str, str]] = field(default_factory=list)  # (error|warning, message)
+    findings: list[tuple[str, str]] = field(default_factory=list)  # (error|warning|gang, message)
 
 
 def _dig(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -104,6 +105,13 @@ def subjects_of(document: Mapping[str, Any], where: str) -> Iterator[Subject]:
         if isinstance(template, Mapping):
             pod = {"metadata": {"name": name, **(template.get("metadata") or {})}, "spec": template.get("spec") or {}}
             yield Subject(f"{where} {kind}/{name} pod template", pod)
+    elif rayobjects.is_ray_object(document):
+        summary, warnings = rayobjects.gang_summary(document)
+        for index, (what, pod) in enumerate(rayobjects.ray_pods(document)):
+            subject = Subject(f"{where} {kind}/{name} {what}", pod)
+            if index == 0:
+                subject.findings += [("gang", summary), *(("warning", warning) for warning in warnings)]
+            yield subject
     elif kind == "SparkApplication":
         spec = document.get("spec") or {}
         app = {"spark-app-selector": str(name)}  # the operator's app label, for grouping
@@ -167,14 +175,18 @@ def check(subjects: list[Subject], limits: Limits) -> None:
             subject.findings.append(("error", problem))
         by_app[p.app_id(subject.pod)].append(subject)
     for app_id, members in by_app.items():
-        spec = Application.of(p.AppKey("", app_id or ""), [s.pod for s in members], limits=limits).spec
+        app = Application.of(p.AppKey("", app_id or ""), [s.pod for s in members], limits=limits)
+        if app.originator is None or app.spec is None:
+            continue
+        # The groups as written, not as yuniplace makes them to hold the members there are at the start.
+        declared = read_gang(app.originator, app.pod_group, limits, app.members)
         for subject in members:
-            _check_member(subject, spec)
+            _check_member(subject, declared)
 
 
-def _check_member(subject: Subject, spec: GangSpec | None) -> None:
+def _check_member(subject: Subject, spec: GangSpec) -> None:
     group_name = p.task_group_name(subject.pod)
-    if not is_gang_pod(subject.pod) or group_name is None or spec is None:
+    if not is_gang_pod(subject.pod) or group_name is None:
         return
     group = spec.group(group_name)
     if group is None:
@@ -193,8 +205,10 @@ def _check_member(subject: Subject, spec: GangSpec | None) -> None:
         subject.findings.append(
             (
                 "warning",
-                f"requests more than task group {group_name}'s minResource ({detail}): it will not fit its "
-                "placeholder's room and will be scheduled normally (include Spark's memory overhead in minResource)",
+                f"requests more than task group {group_name}'s minResource ({detail}): yuniplace reserves it "
+                "its own size if it exists when the gang starts, but coming later (a Spark executor) it will not "
+                "fit its placeholder's room and will be scheduled normally (a pod requests its largest init "
+                "container too, and a Spark pod its memory overhead: include them in minResource)",
             )
         )
 
