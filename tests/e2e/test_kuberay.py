@@ -142,9 +142,13 @@ def group(
     }
 
 
-def ray_cluster_spec(place: Placement, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    """A head of 1 CPU and two worker groups (2 × 1 CPU, 1 × 2 CPUs), each at its minimum."""
-    workers = [
+def ray_cluster_spec(
+    place: Placement,
+    annotations: dict[str, str] | None = None,
+    workers: tuple[tuple[str, int, str, str], ...] = (SMALL, LARGE),
+) -> dict[str, Any]:
+    """A head of 1 CPU and worker groups (by default 2 × 1 CPU and 1 × 2 CPUs), each at its minimum."""
+    groups = [
         {
             "groupName": name,
             "replicas": replicas,
@@ -153,12 +157,12 @@ def ray_cluster_spec(place: Placement, annotations: dict[str, str] | None = None
             "rayStartParams": {},
             "template": group(place, name, cpu, memory, annotations),
         }
-        for name, replicas, cpu, memory in (SMALL, LARGE)
+        for name, replicas, cpu, memory in workers
     ]
     return {
         "rayVersion": "2.46.0",
         "headGroupSpec": {"rayStartParams": {}, "template": group(place, HEAD[0], HEAD[2], HEAD[3], annotations)},
-        "workerGroupSpecs": workers,
+        "workerGroupSpecs": groups,
     }
 
 
@@ -170,13 +174,18 @@ def gang_labels(name: str) -> dict[str, str]:
 
 
 def create_ray_cluster(
-    cluster: Cluster, namespace: str, name: str, place: Placement, annotations: dict[str, str] | None = None
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    place: Placement,
+    annotations: dict[str, str] | None = None,
+    workers: tuple[tuple[str, int, str, str], ...] = (SMALL, LARGE),
 ) -> dict[str, Any]:
     body = {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": name, "labels": gang_labels(name)},
-        "spec": ray_cluster_spec(place, annotations),
+        "spec": ray_cluster_spec(place, annotations, workers),
     }
     created: dict[str, Any] = cluster.client.create(f"{RAY}/namespaces/{namespace}/rayclusters", body)
     return created
@@ -239,6 +248,36 @@ def test_a_ray_cluster_of_three_sizes_starts_whole(
     (row,) = rows
     assert sum(g["required"] for g in row["groups"]) == 4
     assert all(g["reserved"] == g["required"] for g in row["groups"]), row
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_workers_smaller_than_the_operators_own_init_container_start_whole_on_room_of_their_size(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    controller: ControllerProcess,
+    operator: str,
+    mode: str,
+) -> None:
+    """KubeRay adds an init container of 200m CPU and 256Mi to every worker, which its task groups do not
+    count: workers of 100m and 128Mi request 200m and 256Mi. With only the head's node and one more with
+    room for exactly two such workers, they still start together, each on room of its real size."""
+    place = pool(2, cpu="2", memory="4Gi")
+    blocker = place.pin(make_pod("blocker", cpu="1600m", memory="64Mi"))
+    blocker["spec"]["nodeName"] = place.nodes[1]
+    cluster.create_pod(namespace, blocker)  # leaves 400m: two workers of 200m, not of more
+    create_ray_cluster(cluster, namespace, "ray", place, workers=(("tiny", 2, "100m", "128Mi"),))
+    pods = wait_until(lambda: all_running(cluster, namespace, "ray", 3), 90)
+    assert_started_on_held_room(recorder, pods)
+    assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
+    if mode == "yunikorn":  # the task group KubeRay wrote is made as large as its members, and it is said
+        warned = [e["message"] for e in events_for(cluster, namespace, "TaskGroupWarning")]
+        assert any(
+            m.startswith("task group tiny: its members request more than its")
+            and "cpu 200m > 100m, memory 256Mi > 128Mi" in m
+            for m in warned
+        ), warned
 
 
 @pytest.mark.every_version

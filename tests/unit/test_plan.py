@@ -483,6 +483,10 @@ def test_a_member_larger_than_its_group_before_the_gang_starts_is_reserved_its_s
     plan = plan_of(pods)
     assert plan.state == AppState.RESERVING and plan.swaps == [] and plan.ungate == []
     assert names(plan.delete) == [ph_name("exec", 0), ph_name("exec", 1)]
+    assert [e.note for e in plan.events if e.reason == "TaskGroupWarning"] == [
+        "task group exec: its members request more than its placeholders hold (cpu 1500m > 1, memory 2Gi > 1Gi, "
+        "init containers and overhead included): making them again that large before any member starts"
+    ]
     (group,) = [g for g in Application.of(KEY, pods).spec.groups if g.name == "exec"]  # type: ignore[union-attr]
     assert dict(group.min_resource) == {"cpu": "1500m", "memory": "2Gi"}
     gone = apply(pods, plan, NOW)

@@ -434,6 +434,7 @@ class Planner:
         placed = 0
         unplaceable: list[tuple[Pod, str]] = []
         required: set[str] = set()
+        undersized: dict[str, list[tuple[str, Decimal, Decimal]]] = {}
         for group in spec.groups:
             confined = confine(group, self.around.pool)
             confined = dataclasses.replace(confined, affinity=pinned(confined.affinity, self.domains.of(group.name)))
@@ -455,12 +456,21 @@ class Planner:
                     )
                 elif p.is_terminal(found) and not p.is_deleting(found):
                     plan.delete.append(found)  # evicted or failed: recreated once it is gone
-                elif not p.is_deleting(found) and shortfalls(size, app.requests_of(found)):
+                elif not p.is_deleting(found) and (short := shortfalls(size, app.requests_of(found))):
                     plan.delete.append(found)  # smaller than its group now asks: made again once it is gone
+                    undersized.setdefault(group.name, short)
                 elif p.node_name(found) and not p.is_deleting(found):
                     placed += 1
                 elif not p.is_deleting(found) and (why := _unschedulable(found)) is not None:
                     unplaceable.append((found, why))
+        for name, short in undersized.items():
+            detail = ", ".join(f"{res} {format_quantity(need)} > {format_quantity(have)}" for res, need, have in short)
+            self._event(
+                self.originator,
+                Reason.TASK_GROUP_WARNING,
+                f"task group {name}: its members request more than its placeholders hold ({detail}, init containers "
+                "and overhead included): making them again that large before any member starts",
+            )
         if spec.groups_by_shape:
             # Placeholders made for members yet to come, sized as the largest seen, are given back once
             # those members exist in shapes of their own, each of which is reserved as it is.
