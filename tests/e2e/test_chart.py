@@ -325,7 +325,10 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [other_namespace]}
         ]
     mutating = one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]
-    assert "object.spec.schedulerName == 'yunikorn'" in mutating["matchConditions"][0]["expression"]
+    assert (
+        "object.spec.schedulerName in ['yunikorn', 'ai-scheduler', 'scheduler-plugins-scheduler']"
+        in mutating["matchConditions"][0]["expression"]
+    )
     assert not any(a.startswith("--webhook-address") for a in container_args(manifests))
     assert [s["metadata"]["name"] for s in objects(manifests, "Service")] == ["yp-yuniplace-metrics"]
     certificate = x509.load_pem_x509_certificate(base64.b64decode(one(manifests, "Secret")["data"]["tls.crt"]))
@@ -356,8 +359,11 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         ]
         condition, *edited = hook["matchConditions"]
         assert all(key in condition["expression"] for key in GANG_CEL_KEYS), condition
-        # By default (rewriteSchedulerName: auto) the mutating webhook also sees pods for YuniKorn.
-        assert ("object.spec.schedulerName == 'yunikorn'" in condition["expression"]) == kind.startswith("Mutating")
+        # By default (rewriteSchedulerName: auto) the mutating webhook also sees pods of the schedulers taken over.
+        assert (
+            "object.spec.schedulerName in ['yunikorn', 'ai-scheduler', 'scheduler-plugins-scheduler']"
+            in condition["expression"]
+        ) == kind.startswith("Mutating")
         if kind.startswith("Validating"):
             [edit] = edited
             assert f"system:serviceaccount:{namespace}:yp-yuniplace" in edit["expression"], edit
@@ -437,6 +443,9 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         "--tls-cert-file=/tls/tls.crt",
         "--tls-key-file=/tls/tls.key",
         "--rewrite-scheduler-name=auto",
+        "--rewritten-scheduler=yunikorn",
+        "--rewritten-scheduler=ai-scheduler",
+        "--rewritten-scheduler=scheduler-plugins-scheduler",
         "--system-users=^system:serviceaccount:kube-system:",
         "--system-users=^system:kube-controller-manager$",
     ]
@@ -648,6 +657,20 @@ def test_rewrite_scheduler_name_values(cluster: Cluster, namespace: str) -> None
     assert "webhook.rewriteSchedulerName must be auto, always or never" in refused_render(
         cluster, namespace, "--set", "webhook.rewriteSchedulerName=sometimes"
     )
+    # The schedulers taken over: each in the flags and the match condition; a name that is none refused
+    # (it is written into CEL); none at all takes nothing over.
+    manifests = render(cluster, "yp", namespace, {"webhook.rewrittenSchedulers[0]": "volcano"})
+    assert [a for a in container_args(manifests) if a.startswith("--rewritten-")] == ["--rewritten-scheduler=volcano"]
+    mutating = one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]
+    assert "object.spec.schedulerName in ['volcano']" in mutating["matchConditions"][0]["expression"]
+    assert "is not another scheduler's name" in refused_render(
+        cluster, namespace, "--set", "webhook.rewrittenSchedulers[0]=x') || true || ('"
+    )
+    manifests = render(cluster, "yp", namespace, None, "--set-json", "webhook.rewrittenSchedulers=[]")
+    args = container_args(manifests)
+    assert "--rewrite-scheduler-name=never" in args and not [a for a in args if a.startswith("--rewritten-")]
+    mutating = one(manifests, "MutatingWebhookConfiguration")["webhooks"][0]
+    assert "schedulerName" not in mutating["matchConditions"][0]["expression"]
 
 
 def test_shared_cluster_values(cluster: Cluster, namespace: str) -> None:
