@@ -452,6 +452,25 @@ def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded"
     cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"phase": phase}})
 
 
+def fill(cluster: Cluster, namespace: str, place: Placement, node: str, name: str, cpu: str = "1") -> None:
+    """An ordinary pod bound straight to `node`, taking `cpu` of its room."""
+    pod = place.pin(make_pod(name, cpu=cpu, memory="64Mi"))
+    pod["spec"]["nodeName"] = node
+    cluster.create_pod(namespace, pod)
+    cluster.wait_pod(namespace, name, is_running)
+
+
+def assert_on_held_room(recorder: NamespaceRecorder, pods: list[Pod]) -> None:
+    """Every pod was held by yuniplace's gate, and ran where yuniplace held room of its size for it: its
+    seat, or the node of the placeholder whose place it took."""
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        assert keys.GATE in recorder.gates_seen[name], f"{name} was never gated"
+        notes = recorder.latest[name]["metadata"].get("annotations") or {}
+        held = notes.get(keys.SEAT) or recorder.placeholder_node(notes[keys.SWAP_PLACEHOLDER])[1]
+        assert pod["spec"]["nodeName"] == held, (name, pod["spec"]["nodeName"], held)
+
+
 START_PATHS = {"direct": (), "placeholders": ("--placeholders=always",)}
 """The controller's arguments for each way a gang may start: directly on the nodes admission chose
 (the default), or through placeholders first (YuniKorn's way)."""

@@ -14,6 +14,7 @@ from tests.e2e.support import (
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    assert_on_held_room,
     assert_started_whole,
     events_for,
     finish,
@@ -311,13 +312,15 @@ def test_extra_members_are_scheduled_normally_once_the_gang_is_reserved(
     assert process.stop() == 0, process.log()
 
 
-def test_member_larger_than_its_placeholder_reports_a_mismatch_and_still_runs(
+def test_a_member_larger_than_its_group_before_the_gang_starts_is_reserved_its_size(
     cluster: Cluster,
     namespace: str,
     controller: ControllerProcess,
     recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
+    """Both members exist before the gang starts: the group is made as large as the larger one (a
+    TaskGroupWarning says so), and both start on room of their own size; none is released alone."""
     place = pool(2)
     groups = [place.group("executors", 2, cpu="1", memory="1Gi")]
     cluster.create_pod(
@@ -325,6 +328,30 @@ def test_member_larger_than_its_placeholder_reports_a_mismatch_and_still_runs(
     )
     cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
     cluster.wait_pod(namespace, "small", is_running)
+    cluster.wait_pod(namespace, "large", is_running)
+    assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
+    warned = [e["message"] for e in events_for(cluster, namespace, "TaskGroupWarning")]
+    assert any("task group executors" in m and "memory 1408Mi > 1Gi" in m for m in warned), warned
+    assert_on_held_room(recorder, [recorder.latest["small"], recorder.latest["large"]])
+    wait_no_placeholders(cluster, namespace)
+
+
+def test_a_member_larger_than_its_placeholder_after_the_gang_started_reports_a_mismatch_and_still_runs(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+) -> None:
+    """YuniKorn's rule for a member that comes once its gang runs (a Spark executor): it does not fit
+    its placeholder, releases one, and is scheduled normally."""
+    place = pool(2)
+    groups = [place.group("driver", 1, cpu="1", memory="1Gi"), place.group("executors", 1, cpu="1", memory="1Gi")]
+    cluster.create_pod(
+        namespace, place.pin(gang_pod("driver", "mismatch", "driver", task_groups=groups, cpu="1", memory="1Gi"))
+    )
+    cluster.wait_pod(namespace, "driver", is_running)
+    cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
     cluster.wait_pod(namespace, "large", is_running)
     mismatch = events_for(cluster, namespace, "TaskGroupResourceMismatch")
     assert len(mismatch) == 1 and mismatch[0]["involvedObject"]["name"] == "large"

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,13 @@ from tests.e2e.support import (
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    assert_on_held_room,
     chart_installed,
     events_for,
+    fill,
     free_port,
     is_ready,
     is_running,
-    make_pod,
     placeholders,
 )
 from yuniplace.gang import keys
@@ -72,6 +74,29 @@ def kuberay(cluster: Cluster) -> Iterator[Operator]:
     yield operator
     for crd in operator.crds:
         cluster.kubectl("delete", "--ignore-not-found", "--wait=false", "-f", str(crd))
+
+
+@dataclass(frozen=True)
+class Ray:
+    """What each test works with: the cluster and the test's namespace, its own nodes and the watch of
+    its pods, with yuniplace installed and KubeRay's operator running in the test's mode."""
+
+    cluster: Cluster
+    namespace: str
+    pool: Callable[..., Placement]
+    recorder: NamespaceRecorder
+
+
+@pytest.fixture
+def ray(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+    controller: ControllerProcess,
+    operator: str,
+) -> Ray:
+    return Ray(cluster, namespace, pool, recorder)
 
 
 @pytest.fixture
@@ -210,35 +235,17 @@ def bound_at(recorder: NamespaceRecorder, name: str) -> str | None:
     return scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
 
 
-def assert_started_on_held_room(recorder: NamespaceRecorder, pods: list[dict[str, Any]]) -> None:
-    """Every pod was held by yuniplace's gate, and ran where yuniplace held room of its size for it: its
-    seat, or the node of the placeholder whose place it took."""
-    for pod in pods:
-        name = pod["metadata"]["name"]
-        assert keys.GATE in recorder.gates_seen[name], f"{name} was never gated"
-        notes = recorder.latest[name]["metadata"].get("annotations") or {}
-        held = notes.get(keys.SEAT) or recorder.placeholder_node(notes[keys.SWAP_PLACEHOLDER])[1]
-        assert pod["spec"]["nodeName"] == held, (name, pod["spec"]["nodeName"], held)
-
-
 @pytest.mark.every_version
 @pytest.mark.parametrize("mode", MODES)
-def test_a_ray_cluster_of_three_sizes_starts_whole(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
-) -> None:
+def test_a_ray_cluster_of_three_sizes_starts_whole(ray: Ray, mode: str) -> None:
     """A head and two worker groups of different sizes, as the operator writes them: every pod gated at
     creation, none bound before all could be, each on room of its own size, and `yuniplace status`
     showing the gang Running with each group whole."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(3, cpu="4", memory="16Gi")
     create_ray_cluster(cluster, namespace, "ray", place)
     pods = wait_until(lambda: all_running(cluster, namespace, "ray", 4), 90)
-    assert_started_on_held_room(recorder, pods)
+    assert_on_held_room(recorder, pods)
     assert all(pod["spec"].get("schedulerName") == "default-scheduler" for pod in pods)
     started = [events_for(cluster, namespace, reason) for reason in ("GangStarting", "GangReservationComplete")]
     assert any(started), "no event says the gang started"
@@ -252,24 +259,17 @@ def test_a_ray_cluster_of_three_sizes_starts_whole(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_workers_smaller_than_the_operators_own_init_container_start_whole_on_room_of_their_size(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
+    ray: Ray, mode: str
 ) -> None:
     """KubeRay adds an init container of 200m CPU and 256Mi to every worker, which its task groups do not
     count: workers of 100m and 128Mi request 200m and 256Mi. With only the head's node and one more with
     room for exactly two such workers, they still start together, each on room of its real size."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(2, cpu="2", memory="4Gi")
-    blocker = place.pin(make_pod("blocker", cpu="1600m", memory="64Mi"))
-    blocker["spec"]["nodeName"] = place.nodes[1]
-    cluster.create_pod(namespace, blocker)  # leaves 400m: two workers of 200m, not of more
+    fill(cluster, namespace, place, place.nodes[1], "blocker", "1600m")  # leaves 400m: two workers of 200m
     create_ray_cluster(cluster, namespace, "ray", place, workers=(("tiny", 2, "100m", "128Mi"),))
     pods = wait_until(lambda: all_running(cluster, namespace, "ray", 3), 90)
-    assert_started_on_held_room(recorder, pods)
+    assert_on_held_room(recorder, pods)
     assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
     if mode == "yunikorn":  # the task group KubeRay wrote is made as large as its members, and it is said
         warned = [e["message"] for e in events_for(cluster, namespace, "TaskGroupWarning")]
@@ -282,22 +282,13 @@ def test_workers_smaller_than_the_operators_own_init_container_start_whole_on_ro
 
 @pytest.mark.every_version
 @pytest.mark.parametrize("mode", MODES)
-def test_a_ray_cluster_larger_than_the_free_room_waits_whole_and_starts_when_room_frees(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
-) -> None:
+def test_a_ray_cluster_larger_than_the_free_room_waits_whole_and_starts_when_room_frees(ray: Ray, mode: str) -> None:
     """Room for the head and its small workers but not its large one: no pod of it runs (not the head
     alone), a GangWaiting event names what does not fit; once a blocker goes, all start."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(2, cpu="3", memory="16Gi")
     for index, node in enumerate(place.nodes):
-        blocker = place.pin(make_pod(f"blocker-{index}", cpu="1", memory="64Mi"))
-        blocker["spec"]["nodeName"] = node
-        cluster.create_pod(namespace, blocker)
+        fill(cluster, namespace, place, node, f"blocker-{index}")
     # Free: 2 + 2 CPUs. The gang needs 1 + 1 + 1 + 2: it fits only once a node has 3 free.
     create_ray_cluster(cluster, namespace, "ray", place)
     waiting = wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 60)[0]
@@ -315,21 +306,14 @@ def test_a_ray_cluster_larger_than_the_free_room_waits_whole_and_starts_when_roo
 
     cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/blocker-0", {"gracePeriodSeconds": 0})
     pods = wait_until(lambda: all_running(cluster, namespace, "ray", 4), 90)
-    assert_started_on_held_room(recorder, pods)
+    assert_on_held_room(recorder, pods)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_ray_cluster_out_of_time_under_hard_style_fails_clearly(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
-) -> None:
+def test_a_ray_cluster_out_of_time_under_hard_style_fails_clearly(ray: Ray, mode: str) -> None:
     """A gang that never fits, with YuniKorn's Hard style and a 5 s timeout on its pods' templates: at
     its timeout its pods are failed with the reason and an ApplicationFailed event says why; none ran."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(1, cpu="3", memory="16Gi")
     hard = {keys.SCHEDULING_POLICY_PARAMETERS: "placeholderTimeoutInSeconds=5 gangSchedulingStyle=Hard"}
     create_ray_cluster(cluster, namespace, "ray", place, hard)
@@ -346,17 +330,12 @@ def test_a_ray_cluster_out_of_time_under_hard_style_fails_clearly(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_scaling_a_running_ray_cluster_starts_and_removes_workers_without_disturbing_the_rest(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
+    ray: Ray, mode: str
 ) -> None:
     """As Ray's autoscaler does, by editing a worker group's replicas: a worker beyond the minimum is
     scheduled normally (no placeholder), the pods already running stay where they are, and scaling
     back down removes a worker and leaves nothing of yuniplace behind."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(3, cpu="4", memory="16Gi")
     create_ray_cluster(cluster, namespace, "ray", place)
     before = {
@@ -390,19 +369,12 @@ def test_scaling_a_running_ray_cluster_starts_and_removes_workers_without_distur
 
 
 @pytest.mark.parametrize("mode", ["yunikorn"])
-def test_a_ray_job_runs_its_submitter_on_its_gang_started_cluster(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
-) -> None:
+def test_a_ray_job_runs_its_submitter_on_its_gang_started_cluster(ray: Ray, mode: str) -> None:
     """A RayJob labelled as KubeRay's documentation says: the operator creates its RayCluster, whose
     gang (YuniKorn's task groups, with the submitter's group) starts without waiting for the submitter;
     once the cluster is Ready the operator creates the submitter Job, whose pod takes the room held for
     it and completes."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
     place = pool(3, cpu="4", memory="16Gi")
     job = {
         "apiVersion": "ray.io/v1",
@@ -429,7 +401,7 @@ def test_a_ray_job_runs_its_submitter_on_its_gang_started_cluster(
 
     name = wait_until(ray_cluster_name, 60)
     pods = wait_until(lambda: all_running(cluster, namespace, name, 4), 90)
-    assert_started_on_held_room(recorder, pods)
+    assert_on_held_room(recorder, pods)
     ran = max(str(bound_at(recorder, p["metadata"]["name"])) for p in pods)
 
     def submitter_succeeded() -> bool:
@@ -450,17 +422,10 @@ def test_a_ray_job_runs_its_submitter_on_its_gang_started_cluster(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_deleting_a_ray_cluster_mid_reservation_leaves_nothing_behind(
-    cluster: Cluster,
-    namespace: str,
-    pool: Callable[..., Placement],
-    recorder: NamespaceRecorder,
-    controller: ControllerProcess,
-    operator: str,
-    mode: str,
-) -> None:
+def test_deleting_a_ray_cluster_mid_reservation_leaves_nothing_behind(ray: Ray, mode: str) -> None:
     """A RayCluster larger than all its nodes together is reserving (GangExceedsCapacity: placeholders
     made, some never placed) when it is deleted: no placeholder and no gated pod is left."""
+    cluster, namespace, pool = ray.cluster, ray.namespace, ray.pool
     place = pool(1, cpu="4", memory="16Gi")
     create_ray_cluster(cluster, namespace, "ray", place)
     wait_until(lambda: events_for(cluster, namespace, "GangExceedsCapacity"), 60)

@@ -16,7 +16,9 @@ from tests.e2e.support import (
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    assert_on_held_room,
     events_for,
+    fill,
     is_running,
     make_pod,
 )
@@ -74,10 +76,7 @@ def test_no_member_runs_until_every_member_fits_as_it_is(
     place = pool(3, cpu="2", memory="4Gi")
     taken, freed = BLOCKERS[shape]
     for index, cpu in taken.items():
-        blocker = place.pin(make_pod(f"blocker-{index}", cpu=cpu, memory="64Mi"))
-        blocker["spec"]["nodeName"] = place.nodes[index]
-        cluster.create_pod(namespace, blocker)
-        cluster.wait_pod(namespace, f"blocker-{index}", is_running)
+        fill(cluster, namespace, place, place.nodes[index], f"blocker-{index}", cpu)
     if dialect == "podgroup":
         cluster.client.create(
             f"{podgroup.API}/namespaces/{namespace}/podgroups",
@@ -102,8 +101,4 @@ def test_no_member_runs_until_every_member_fits_as_it_is(
         cluster.wait_pod(namespace, name, is_running, timeout_s=60)
     assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
     # Every member ran where room of its own size was held for it: its seat, or its shape's placeholder.
-    for name in members:
-        pod = recorder.latest[name]
-        notes = pod["metadata"].get("annotations") or {}
-        held = notes.get(keys.SEAT) or recorder.placeholder_node(notes[keys.SWAP_PLACEHOLDER])[1]
-        assert pod["spec"]["nodeName"] == held, (name, pod["spec"]["nodeName"], held)
+    assert_on_held_room(recorder, [recorder.latest[name] for name in members])

@@ -16,6 +16,7 @@ from tests.e2e.support import (
     ControllerProcess,
     Placement,
     events_for,
+    fill,
     gang_pod,
     is_running,
     make_pod,
@@ -48,14 +49,6 @@ def racks(pool: Callable[..., Placement], count: int, *, nodes: int = 2, cpu: st
 
 def rack_of(nodes: Racks, node: str) -> str:
     return next(rack for rack, names in nodes.items() if node in names)
-
-
-def fill(cluster: Cluster, namespace: str, place: Placement, node: str, name: str, cpu: str = "1") -> None:
-    """An ordinary pod bound straight to `node`, taking `cpu` of its room."""
-    pod = place.pin(make_pod(name, cpu=cpu, memory="64Mi"))
-    pod["spec"]["nodeName"] = node
-    cluster.create_pod(namespace, pod)
-    cluster.wait_pod(namespace, name, is_running)
 
 
 def gang(

@@ -797,7 +797,8 @@ class Planner:
         # creation reconciles the application again); out of time, it gives its reservation back.
         missing = self._members_missing()
         deadline = app.reservation_deadline()
-        if not missing and not app.started() and (short := self._unreserved(live)):
+        # A gang started directly (or holding nothing yet) has no placeholder to find too small or short.
+        if live and not missing and not app.started() and (short := self._unreserved(live)):
             self._reserve_again(short, members)
             return
         if missing and deadline is not None and self.now >= deadline:
