@@ -70,7 +70,7 @@ def placed(config: Any, provided: str | None) -> str | None:
 
 def test_the_example_pools_own_their_nodes_and_demo_is_guaranteed_what_they_hold() -> None:
     config = read_ai_scheduler_pools([DEMO, MASTERS], NODES)
-    assert list(config.queues) == ["root", "root.demo", "root.masters"]
+    assert list(config.queues) == ["root", "root.demo", "root.masters", "root.default"]
     assert config.names == {"demo": "root.demo", "masters": "root.masters"} and config.rules == ()
     demo, masters = config.queues["root.demo"], config.queues["root.masters"]
     assert demo.node_selector == {"pool": "demo"} and demo.source == "ai-scheduler Pool demo"
@@ -81,6 +81,10 @@ def test_the_example_pools_own_their_nodes_and_demo_is_guaranteed_what_they_hold
     assert masters.guaranteed == {"cpu": 4000, "memory": 16 * GI * 1000, "pods": 110_000}
     assert (masters.sharing, masters.borrowing, masters.preemption, masters.reclaimable) == (False, False, False, True)
     assert config.warnings == ()
+    # The default pool owns the node no Pool selects, and is guaranteed what it holds.
+    default = config.queues["root.default"]
+    assert default.owns_the_rest and default.home_nodes == ()
+    assert default.guaranteed == {"cpu": 4000, "memory": 16 * GI * 1000, "pods": 110_000}
     assert read_ai_scheduler_pools([]).empty
 
 
@@ -103,6 +107,7 @@ def test_each_switch_turns_its_side_off() -> None:
         "root.borrows": (True, True, True),
         "root.keeps": (True, True, False),
         "root.stays": (True, False, True),
+        "root.default": (True, True, True),
     }
     # A Pool without a node selector owns no node (its gangs only borrow), as in ai-scheduler.
     assert config.queues["root.borrows"].node_selector == {} and config.queues["root.borrows"].guaranteed == {}
@@ -120,15 +125,17 @@ def test_guarantees_follow_the_nodes_and_a_node_two_pools_select_counts_in_neith
     ]
     config = read_ai_scheduler_pools([DEMO, gpu], nodes)
     assert config.queues["root.demo"].guaranteed["cpu"] == 12000  # `both` is the default pool's, `odd` adds nothing
+    default = config.queues["root.default"]
+    assert default.home_nodes == ("both",) and default.guaranteed["cpu"] == 72000  # both, plain-1, master-1
     assert config.queues["root.gpu"].guaranteed == {"cpu": 34000, "memory": 16 * GI * 1000, "pods": 110_000}
     assert config.queues["root.gpu"].node_selector == {"gpu": "true"}
     assert config.warnings == (
         'ai-scheduler Pool demo: spec.nodeSelector: {"matchLabels": {"pool": "demo"}} selects 1 node(s) Pool gpu '
-        "selects too (both): ai-scheduler gives them to its default pool; here they count in neither Pool's "
-        "guarantee, and the gangs of both may still be placed on them",
+        "selects too (both): they are the default pool's, as ai-scheduler gives them to it; they count in neither "
+        "Pool's guarantee, and the gangs of both may still be placed on them",
         'ai-scheduler Pool gpu: spec.nodeSelector: {"matchExpressions": [{"key": "gpu", "operator": "In", "val… '
-        "selects 1 node(s) Pool demo selects too (both): ai-scheduler gives them to its default pool; here they "
-        "count in neither Pool's guarantee, and the gangs of both may still be placed on them",
+        "selects 1 node(s) Pool demo selects too (both): they are the default pool's, as ai-scheduler gives them to "
+        "it; they count in neither Pool's guarantee, and the gangs of both may still be placed on them",
     )
     assert read_ai_scheduler_pools([DEMO, gpu]).queues["root.demo"].guaranteed == {}  # no node known yet
 
@@ -138,7 +145,8 @@ def test_pods_name_their_pool_by_its_annotation_and_the_rest_go_to_the_default_p
     assert list(config.queues) == ["root", "root.a_dot_b", "root.demo", "root.masters", "root.default"]
     default = config.queues["root.default"]
     assert default.source == "ai-scheduler's default pool (implicit)" and default.guaranteed == {}
-    assert (default.node_selector, default.sharing, default.borrowing, default.preemption) == ({}, True, True, False)
+    assert (default.node_selector, default.sharing, default.borrowing, default.preemption) == ({}, True, True, True)
+    assert default.owns_the_rest
     annotated = {"metadata": {"annotations": {keys.AI_SCHEDULER_POOL: "demo"}, "labels": {}}}
     assert p.provided_queue(annotated) == "demo"
     assert placed(config, p.provided_queue(annotated)) == "root.demo"
@@ -156,7 +164,6 @@ def test_fields_without_effect_and_unknown_ones_are_warned_of() -> None:
             pool(
                 "old",
                 nodeSelector={"matchLabels": {"pool": "old"}, "matchFields": ["x"]},
-                borrowingPools=["demo"],
                 weight={"cpu": 1},
                 quota={"cpu": "8"},
                 priority=0,
@@ -168,8 +175,6 @@ def test_fields_without_effect_and_unknown_ones_are_warned_of() -> None:
     assert config.warnings == (
         'ai-scheduler Pool old: spec.nodeSelector: ["matchFields"] are not fields of a label selector: they have '
         "no effect",
-        'ai-scheduler Pool old: spec.borrowingPools: ["demo"] has no effect: the gangs that borrow may use the idle '
-        "nodes of every Pool that shares",
         'ai-scheduler Pool old: spec.weight: {"cpu": 1} has no effect: a Pool is guaranteed what its nodes hold',
         'ai-scheduler Pool old: spec.quota: {"cpu": "8"} has no effect: a Pool is guaranteed what its nodes hold',
         'ai-scheduler Pool old: spec.colour: "blue" is not a field of ai-scheduler\'s Pool: it has no effect',
@@ -317,4 +322,28 @@ def test_the_default_pool_gives_way_to_a_configured_root_default() -> None:
     with_pools = merge(bare, (), pools)
     assert with_pools.queues["root.default"].source == "ai-scheduler's default pool (implicit)"
     assert placed(with_pools, "nowhere") == "root.default"
-    assert merge(None, [QueueSpec("root.x")], pools).queues["root.default"].preemption is False
+    implicit = merge(None, [QueueSpec("root.x")], pools).queues["root.default"]
+    assert implicit.owns_the_rest and implicit.preemption  # it takes back the nodes it owns
+
+
+def test_borrowing_pools_are_the_pools_a_pool_may_borrow_from() -> None:
+    """ai-scheduler's borrowingPools: the Pools a Pool's jobs borrow from (empty: every Pool that shares);
+    one that is no Pool, or lends nothing, is warned of and left out."""
+    config = read_ai_scheduler_pools(
+        [
+            pool("a", nodeSelector=selecting(pool="a"), borrowingPools=["b", "masters", "nowhere", "a"]),
+            pool("b", nodeSelector=selecting(pool="b")),
+            pool("c", nodeSelector=selecting(pool="c"), borrowingPools=[]),
+            pool("d", nodeSelector=selecting(pool="d"), disableBorrowing=True, borrowingPools=["b"]),
+            MASTERS,
+        ]
+    )
+    assert config.queues["root.a"].lenders == ("root.b",)
+    assert config.queues["root.b"].lenders is None and config.queues["root.c"].lenders is None
+    assert config.warnings == (
+        'ai-scheduler Pool d: spec.borrowingPools: ["b"] has no effect: the Pool does not borrow (disableBorrowing)',
+        'ai-scheduler Pool a: spec.borrowingPools: "masters" does not share (disableSharing): it lends nothing',
+        'ai-scheduler Pool a: spec.borrowingPools: "nowhere" names no other Pool: it is left out',
+        'ai-scheduler Pool a: spec.borrowingPools: "a" names no other Pool: it is left out',
+    )
+    assert "spec.borrowingPools: 7 must be a list of Pool names" in problems(pool("bad", borrowingPools=7))[0]

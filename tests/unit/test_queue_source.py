@@ -359,7 +359,9 @@ def test_a_pools_own_gang_takes_back_its_nodes_from_a_gang_that_borrowed_them() 
 
 def test_no_gang_of_another_pool_goes_to_masters_nor_is_held_back_by_its_idle_room() -> None:
     queues, cluster = pools_and_nodes()
-    # 12 cores outside masters' node: all of them, though masters' 4 stay idle and are nobody's to lend.
-    assert World(cluster, [gang("fits", 12, created=1)], queues).ticket("fits") == Granted()
+    # 12 cores outside masters' node: the default pool's node and the 8 it borrows of demo's, though
+    # masters' 4 stay idle and are nobody's to lend.
+    fits = World(cluster, [gang("fits", 12, created=1)], queues).ticket("fits")
+    assert isinstance(fits, Granted) and fits.lender == "root.demo" and fits.warning is None
     beyond = World(cluster, [annotated(gang("beyond", 13, created=1), "nowhere")], queues).ticket("beyond")
     assert isinstance(beyond, Granted) and beyond.warning and "more than all matching nodes hold" in beyond.warning

@@ -34,7 +34,7 @@ from yuniplace.admission.domains import DomainRoom, free_by_domain
 from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources, pool_owners
-from yuniplace.admission.tickets import Ticket, Undecided, Waiting
+from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.pools import Pool
@@ -116,10 +116,13 @@ class Admission:
         """What the last cycle says of an application, read by its reconcile in one call."""
         with self._lock:
             app = None if self._last is None else self._last.apps.get(key)
+            ticket = self._ticket(key) if pending else None
+            # A gang granted room it borrows is placed on the pool its ticket lets it use.
+            lent = ticket.pool if isinstance(ticket, Granted) else None
             return Standing(
-                ticket=self._ticket(key) if pending else None,
+                ticket=ticket,
                 queue=None if app is None else app.queue,
-                pool=self._pools.get(key, Pool()),
+                pool=lent or self._pools.get(key, Pool()),
                 reclaim=self._memory.reclaiming.get(key),
             )
 

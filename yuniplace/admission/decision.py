@@ -6,6 +6,7 @@ guarantees and what reclaim may take back for it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,7 @@ from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import Need, Room
+from yuniplace.gang.fit import PODS, Constraints, Need, Room
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
@@ -94,6 +95,10 @@ def _describe(unit: Sequence[App], short: Sequence[int], viewer: str, said: Mapp
                 placed = need.count - lacking
                 parts.append(f"{_shown(app.key.app_id)}/{need.label}: {placed} of {need.count} pods of ({size}) fit")
     return "; ".join(parts)
+
+
+def _the(ticket: Granted, _app: App) -> Granted:
+    return ticket
 
 
 def _needs_of(unit: Sequence[App]) -> list[Need]:
@@ -314,6 +319,8 @@ class Decision:
             return
         needs = [need for app in unit for need in app.needs]
         never = self._snapshot.empty.copy().take_all(needs)
+        if any(never) and any(not any(self._snapshot.empty.copy().take_all(a.needs)) for a in self._borrowing(unit)):
+            never = [0] * len(never)  # it fits once it borrows another pool's nodes
         if any(never) and any(app.spec.topology_required for app in unit):
             # Admitted anyway, its placeholders would be placed in no one domain: it waits for nodes.
             self._wait(
@@ -344,7 +351,7 @@ class Decision:
             self._grant(unit, lambda app: Granted(domains=placed[app.key]))
         elif any(_asks_domains(app) for app in unit) and self._place(self._snapshot.empty.copy(), unit) is None:
             self._never_in_a_domain(unit)
-        elif not self._reclaim_for(unit, needs):
+        elif not self._reclaim_for(unit, needs) and not self._borrow_for(unit):
             self._queue(unit, needs)
 
     @staticmethod
@@ -527,6 +534,77 @@ class Decision:
         )
         self._claim(app, needs, f"evicting {len(victims)} lower-priority gang(s) of its queue {queue}", within)
         return True
+
+    # -- borrowing another pool's nodes ---------------------------------------------------------------
+
+    def _borrowing(self, unit: Sequence[App]) -> list[App]:
+        """The gang of a queue with a pool of its own, as it would be placed borrowing the idle nodes of
+        each queue it may borrow from besides its own (the queues it names, else every queue whose pool is
+        shared): the one with the most idle room first, then the one holding the fewest gangs. None for a
+        gang group, a queue that does not borrow, and one with no pool of its own (its gangs may use every
+        shared pool already)."""
+        if len(unit) != 1 or self._queues.empty:
+            return []
+        app = unit[0]
+        spec = self._queues.queues.get(app.queue)
+        if spec is None or not spec.borrowing or app.pool.free or app.pool.lender:
+            return []
+        own = dict(app.pool.require)
+        lenders = [
+            queue
+            for queue in self._queues.queues.values()
+            if queue.node_selector
+            and queue.sharing
+            and queue.path != app.queue
+            and dict(queue.node_selector) != own
+            and (spec.lenders is None or queue.path in spec.lenders)
+        ]
+        if not lenders:
+            return []
+        # Nodes more than one pool selects are no pool's to lend (ai-scheduler's default pool owns them).
+        shared = {name for queue in self._queues.queues.values() for name in queue.home_nodes}
+        idle: dict[str, float] = {}
+        gangs: Counter[str] = Counter()
+        for lender in lenders:
+            nodes = self._room.accepting([Constraints(dict(lender.node_selector))]) - shared
+            free: Counter[str] = Counter()
+            for node in nodes:
+                free.update({name: max(0, amount) for name, amount in self._room.free_of(node).items()})
+            # How much of the gang its idle room would hold: the resource it holds least of counts.
+            idle[lender.path] = min(
+                (free[name] / amount for name, amount in app.amounts.items() if amount > 0 and name != PODS),
+                default=0.0,
+            )
+            gangs[lender.path] = sum(
+                1
+                for other in self._apps.values()
+                if other.state in IN_FLIGHT and self._snapshot.nodes_of(other.key) & nodes
+            )
+        lenders.sort(key=lambda q: (-idle[q.path], gangs[q.path], q.path))
+        return [replace(app, pool=app.pool.lent(lender.node_selector), lender=lender.path) for lender in lenders]
+
+    def _borrow_for(self, unit: Sequence[App]) -> bool:
+        """A gang that fits on its pool's nodes neither now nor once what its queue lent is taken back and
+        its own lower-priority gangs are evicted (ai-scheduler preempts at home first, then borrows) borrows
+        the idle nodes of another pool that shares: the first of `_borrowing` it fits on beside its own, at
+        once (on seats, where it may start directly). True when granted."""
+        for borrower in self._borrowing(unit):
+            ticket = self._borrowed(borrower)
+            if ticket is not None:
+                self._grant([borrower], functools.partial(_the, ticket))
+                return True
+        return False
+
+    def _borrowed(self, borrower: App) -> Granted | None:
+        """Its ticket when the gang fits as it would borrow (on seats, where it may start directly)."""
+        direct = self._direct_seats([borrower])
+        if direct is not None:
+            seats, domains = direct
+            return Granted(seats=seats, domains=domains, lender=borrower.lender, pool=borrower.pool)
+        placed = self._place(self._room, [borrower])
+        if placed is None:
+            return None
+        return Granted(domains=placed[borrower.key], lender=borrower.lender, pool=borrower.pool)
 
     def _domains_to_free(self, app: App) -> list[Pin | None]:
         """Where a reclaim may free room for the gang: anywhere (None), or, for a gang whose first level

@@ -61,6 +61,9 @@ class App:
     domains: Domains = field(default_factory=Domains)
     # When its first pod was seen, and its latest new pod, by the controller's clock.
     arrived: tuple[float, float] = (0.0, 0.0)
+    # The queue whose pool's idle nodes it borrows besides its own (its record's, or the ticket's just
+    # granted): `pool` lets it use them.
+    lender: str | None = None
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
     complete: bool = field(init=False)  # nothing reserved yet, and every member it needs exists, gated
@@ -283,6 +286,10 @@ class Sources:
             elif not p.is_placeholder(pod) and not p.is_terminal(pod) and not p.is_deleting(pod):
                 needing[group] += 1
         backing_off = record.retry_after is not None and now < record.retry_after and record.state == AppState.PENDING
+        pool = Pool() if config.empty else pool_of(config, queue)
+        lender = record.lender if state in IN_FLIGHT and record.lender in config.queues else None
+        if lender is not None:
+            pool = pool.lent(config.queues[lender].node_selector)
         return App(
             key,
             spec,
@@ -295,7 +302,8 @@ class Sources:
             backing_off=backing_off,
             queued_since=record.queued_since,
             priority=app.priority,
-            pool=Pool() if config.empty else pool_of(config, queue),
+            pool=pool,
+            lender=lender,
             held=view.held(holders) if not config.empty else {},
             running=app.started(),
             reserving_since=record.reservation_started,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from yuniplace.gang.topology import Domains
+from yuniplace.queues.pools import Pool
 from yuniplace.runtime.events import Reason
 
 
@@ -13,11 +14,15 @@ class Granted:
     """Admission lets the application reserve; `warning` says why that may not end well. With `seats`,
     every member exists and the whole gang fits now: its members start at once on the nodes given
     (for each task group, a node per member it needs), with no placeholders. `domains`: the topology
-    domains chosen for it, which its placeholders (and members, seated or not) are kept in."""
+    domains chosen for it, which its placeholders (and members, seated or not) are kept in. With `lender`,
+    it does not fit on its queue's own pool: it borrows the idle nodes of that queue's."""
 
     warning: str | None = None
     seats: tuple[tuple[str, tuple[str, ...]], ...] = ()
     domains: Domains = field(default_factory=Domains)
+    # The queue whose pool's idle nodes it borrows besides its own, and the pool it may then use.
+    lender: str | None = None
+    pool: Pool | None = None
 
     def seats_of(self, group: str) -> tuple[str, ...]:
         return next((nodes for name, nodes in self.seats if name == group), ())

@@ -610,6 +610,11 @@ class Planner:
             self.domains = plan.placed_in = ticket.domains
             plan.annotate[keys.TOPOLOGY_DOMAIN] = ticket.domains.text()
         where = f" in {self.domains}" if self.domains else ""
+        if isinstance(ticket, Granted) and ticket.lender:
+            plan.annotate[keys.BORROWED_FROM] = ticket.lender
+            where += f", on its queue's nodes and the idle ones of {ticket.lender} it borrows"
+        elif app.record.lender is not None:
+            plan.annotate[keys.BORROWED_FROM] = None  # the last attempt's
         if record.retry_after is not None:
             if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
                 plan.annotate[keys.RESERVATION_STARTED] = p.format_time(self.now)
@@ -730,6 +735,8 @@ class Planner:
             # The domains were the reservation's: the next attempt is given its own.
             plan.annotate[keys.TOPOLOGY_DOMAIN] = None
             self.domains = Domains()
+        if record.lender is not None or plan.annotate.get(keys.BORROWED_FROM):
+            plan.annotate[keys.BORROWED_FROM] = None  # the next attempt borrows, or not, afresh
         if restart_clock:
             for key, value in (
                 (keys.RESERVATION_STARTED, record.reservation_started),

@@ -41,6 +41,9 @@ GANG_GROUP = "yuniplace.io/gang-group"
 # one task group), and the domains admission chose, recorded on the originator.
 TOPOLOGY = "yuniplace.io/topology"
 TOPOLOGY_DOMAIN = "yuniplace.io/topology-domain"
+# On the originator: the queue whose pool's idle nodes the gang's reservation borrows besides its own
+# queue's, as admission chose it.
+BORROWED_FROM = "yuniplace.io/borrowed-from"
 
 # YuniKorn's own marks of a placeholder, put on yuniplace's too, so that tooling written for YuniKorn
 # (dashboards, kubectl selectors) recognises them: its placeholder flag (current and earlier), the task

@@ -1,6 +1,6 @@
 """The application's record: the annotations yuniplace keeps on the originator (its state, when the
 reservation began, its first allocation, Strict retries, when it became first in its queue, the
-topology domains admission chose), read and validated in this one place.
+topology domains admission chose, the queue whose nodes it borrows), read and validated in this one place.
 
 The controller writes them, but anyone who may edit the pod may write them too, so they are input
 like any other: a value that cannot be read is an InvalidGang naming the key, which fails this one
@@ -22,6 +22,7 @@ from yuniplace.gang.topology import BadTopology, Domains, read_domains
 # The controller writes times as RFC 3339 in UTC; nothing else is accepted.
 TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")
 MAX_ATTEMPTS = 10_000
+QUEUE_PATH = re.compile(r"^root(\.[^.\s]{1,64}){0,16}$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Record:
     retry_after: float | None = None  # when the next attempt may begin
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
     domains: Domains = field(default_factory=Domains)  # the topology domains admission chose, kept through it
+    lender: str | None = None  # the queue whose pool's idle nodes its reservation borrows besides its own
     # Whether the originator carries a state at all: a pod of the application that took over from an
     # originator gone (deleted, evicted) carries none, whatever became of the gang.
     kept: bool = False
@@ -82,6 +84,18 @@ def _domains(notes: Mapping[str, str], problems: list[Problem]) -> Domains:
         return Domains()
 
 
+def _queue(notes: Mapping[str, str], problems: list[Problem]) -> str | None:
+    """A queue's path; which queues exist is the queue configuration's to say (a lender no longer
+    configured lends nothing)."""
+    text = notes.get(keys.BORROWED_FROM)
+    if text is None:
+        return None
+    if QUEUE_PATH.match(text):
+        return text
+    problems.append(Problem(keys.BORROWED_FROM, text, "is not a queue such as root.team-a (yuniplace writes it)"))
+    return None
+
+
 def read_record(notes: Mapping[str, str]) -> Record:
     """The originator's record; InvalidGang names every key that cannot be read."""
     problems: list[Problem] = []
@@ -93,6 +107,7 @@ def read_record(notes: Mapping[str, str]) -> Record:
         retry_after=_time(notes, keys.RETRY_AFTER, problems),
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
         domains=_domains(notes, problems),
+        lender=_queue(notes, problems),
         kept=keys.STATE in notes,
     )
     if problems:

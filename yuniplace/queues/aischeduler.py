@@ -55,32 +55,36 @@ KIND = "Pool"
 MAX_POOLS = 1000  # ai-scheduler runs a scheduling loop per pool: thousands would be a mistake
 MAX_LABELS = 16  # labels of one node selector (keeping off a pool takes a node-affinity term per label)
 MAX_NODES_SHOWN = 3  # nodes named in a warning
+DEFAULT_POOL = ""  # where _guarantees counts the default pool's room (no Pool has an empty name)
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 SWITCHES = ("disablePreemption", "disableBorrowing", "disableSharing")
 WITHOUT_EFFECT = {
-    "borrowingPools": "has no effect: the gangs that borrow may use the idle nodes of every Pool that shares",
     "supportResources": "has no effect: a Pool's nodes are the ones its node selector selects",
     "weight": "has no effect: a Pool is guaranteed what its nodes hold",
     "quota": "has no effect: a Pool is guaranteed what its nodes hold",
     "priorities": "has no effect: kube-scheduler scores the nodes",
     "priority": "has no effect: yuniplace does not order Pools by priority",
 }
-KNOWN = ("nodeSelector", *SWITCHES, *WITHOUT_EFFECT)
+KNOWN = ("nodeSelector", "borrowingPools", *SWITCHES, *WITHOUT_EFFECT)
 
 
 def source_of(name: str) -> str:
     return f"ai-scheduler Pool {name}"
 
 
-def default_pool() -> QueueSpec:
-    """ai-scheduler's default pool, for pods naming no Pool or one that does not exist: it lends what it
-    is guaranteed (nothing), borrows the idle nodes of Pools that share, and never reclaims, as its
-    gangs hold nothing that is theirs to take back."""
+def default_pool(home_nodes: Sequence[str] = (), guaranteed: Mapping[str, int] | None = None) -> QueueSpec:
+    """ai-scheduler's default pool, for pods naming no Pool or one that does not exist: it owns the nodes
+    no Pool selects and those more than one selects (`home_nodes`), is guaranteed what they hold, lends
+    them while idle, and, like any Pool, borrows the idle nodes of Pools that share when its own do not
+    hold a gang, and takes back what it lent."""
     return QueueSpec(
         DEFAULT_QUEUE,
+        guaranteed=dict(guaranteed or {}),
         sharing=True,
         borrowing=True,
-        preemption=False,
+        preemption=True,
+        owns_the_rest=True,
+        home_nodes=tuple(home_nodes),
         source="ai-scheduler's default pool (implicit)",
     )
 
@@ -103,6 +107,7 @@ class _Pool:
     name: str
     spec: QueueSpec
     written: Mapping[str, Any] = field(default_factory=dict)  # the node selector as written, for messages
+    lenders: list[str] | None = None  # spec.borrowingPools, when it names any
 
 
 def read_ai_scheduler_pools(pools: Sequence[Any], nodes: Sequence[Any] = ()) -> QueueConfig:
@@ -125,12 +130,42 @@ def read_ai_scheduler_pools(pools: Sequence[Any], nodes: Sequence[Any] = ()) -> 
             continue
         read[pool.name] = pool
     _same_selectors(read.values(), findings)
+    _lenders(read, findings)
     findings.raise_errors()
-    guaranteed = _guarantees(read, nodes, findings)
+    guaranteed, shared = _guarantees(read, nodes, findings)
     specs = {ROOT: QueueSpec(ROOT, parent_queue=True, source="ai-scheduler Pools")}
     for pool in sorted(read.values(), key=lambda p: p.spec.path):
         specs[pool.spec.path] = replace(pool.spec, guaranteed=guaranteed.get(pool.name, {}))
+    # A root.default configured by another source wins over the default pool (queues.config.merge).
+    specs[DEFAULT_QUEUE] = default_pool(shared, guaranteed.get(DEFAULT_POOL, {}))
     return QueueConfig(specs, (), {p.name: p.spec.path for p in read.values()}, findings.warning_lines())
+
+
+def _lenders(pools: Mapping[str, _Pool], findings: Findings) -> None:
+    """Each Pool's borrowingPools as the queues it may borrow from; a name that is no Pool, or a Pool
+    that does not share, is warned of and left out."""
+    for pool in pools.values():
+        written = pool.lenders
+        if written is None:
+            continue
+        lenders = []
+        for name in written:
+            lender = pools.get(name)
+            if lender is None or name == pool.name:
+                findings.warn(
+                    "", "spec.borrowingPools", name, "names no other Pool: it is left out", source=pool.spec.source
+                )
+            elif not lender.spec.sharing:
+                findings.warn(
+                    "",
+                    "spec.borrowingPools",
+                    name,
+                    "does not share (disableSharing): it lends nothing",
+                    source=pool.spec.source,
+                )
+            else:
+                lenders.append(lender.spec.path)
+        pool.spec = replace(pool.spec, lenders=tuple(lenders))
 
 
 def _read(raw: Any, index: int, findings: Findings) -> _Pool | None:
@@ -176,6 +211,9 @@ def _read(raw: Any, index: int, findings: Findings) -> _Pool | None:
     reader = _Reader(findings, source)
     selector = reader.node_selector(spec.get("nodeSelector"))
     disable = {switch: reader.flag(spec.get(switch), f"spec.{switch}") for switch in SWITCHES}
+    lenders = reader.names(spec.get("borrowingPools"), "spec.borrowingPools")
+    if lenders and disable["disableBorrowing"]:
+        reader.warn("spec.borrowingPools", lenders, "has no effect: the Pool does not borrow (disableBorrowing)")
     reader.ignored(spec)
     return _Pool(
         name,
@@ -189,6 +227,7 @@ def _read(raw: Any, index: int, findings: Findings) -> _Pool | None:
             source=source,
         ),
         _mapping(spec.get("nodeSelector")),
+        lenders or None,
     )
 
 
@@ -202,6 +241,15 @@ class _Reader:
 
     def warn(self, field_: str, value: Any, expected: str) -> None:
         self.findings.warn("", field_, _plain(value), expected, source=self.source)
+
+    def names(self, raw: Any, where: str) -> list[str]:
+        """A list of Pool names (None or empty: none)."""
+        if raw is None:
+            return []
+        if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+            self.error(where, raw, "must be a list of Pool names")
+            return []
+        return list(dict.fromkeys(raw))
 
     def flag(self, raw: Any, where: str) -> bool:
         if raw is None:
@@ -302,15 +350,20 @@ def _same_selectors(pools: Iterable[_Pool], findings: Findings) -> None:
             owners[labels] = pool.name
 
 
-def _guarantees(pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Findings) -> dict[str, dict[str, int]]:
-    """What each Pool is guaranteed: the allocatable room of the nodes it alone selects.
-    Nodes more than one Pool selects are warned of on each such Pool (the first other Pool named)."""
+def _guarantees(
+    pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Findings
+) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """What each Pool is guaranteed: the allocatable room of the nodes it alone selects; what the default
+    pool is (under DEFAULT_POOL): the room of the nodes no Pool or more than one selects; and the names of
+    the latter. Nodes more than one Pool selects are warned of on each such Pool (the first other Pool
+    named)."""
     by_label: dict[tuple[str, str], list[_Pool]] = {}
     for pool in pools.values():
         if pool.spec.node_selector:
             by_label.setdefault(min(pool.spec.node_selector.items()), []).append(pool)
     guaranteed: dict[str, dict[str, int]] = {}
     shared: dict[str, tuple[str, list[str]]] = {}  # a Pool → another Pool selecting its nodes, and those nodes
+    conflicts: list[str] = []  # the nodes more than one Pool selects
     for node in nodes:
         metadata = _mapping(_mapping(node).get("metadata"))
         labels = _mapping(metadata.get("labels"))
@@ -326,22 +379,22 @@ def _guarantees(pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Find
             for pool in matching:
                 other = next(name for name in names if name != pool.name)
                 shared.setdefault(pool.name, (other, []))[1].append(str(metadata.get("name")))
-        elif matching:
-            into = guaranteed.setdefault(matching[0].name, {})
-            for resource, amount in _allocatable(node).items():
-                into[resource] = into.get(resource, 0) + amount
+            conflicts.append(str(metadata.get("name")))
+        into = guaranteed.setdefault(matching[0].name if len(matching) == 1 else DEFAULT_POOL, {})
+        for resource, amount in _allocatable(node).items():
+            into[resource] = into.get(resource, 0) + amount
     for name, (other, node_names) in sorted(shared.items()):
         shown = ", ".join(node_names[:MAX_NODES_SHOWN]) + (", …" if len(node_names) > MAX_NODES_SHOWN else "")
         findings.warn(
             "",
             "spec.nodeSelector",
             dict(pools[name].written),
-            f"selects {len(node_names)} node(s) Pool {other} selects too ({shown}): ai-scheduler gives them to its "
-            "default pool; here they count in neither Pool's guarantee, and the gangs of both may still be "
-            "placed on them",
+            f"selects {len(node_names)} node(s) Pool {other} selects too ({shown}): they are the default pool's, "
+            "as ai-scheduler gives them to it; they count in neither Pool's guarantee, and the gangs of both may "
+            "still be placed on them",
             source=pools[name].spec.source,
         )
-    return guaranteed
+    return guaranteed, sorted(conflicts)
 
 
 def _allocatable(node: Any) -> dict[str, int]:

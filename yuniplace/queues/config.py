@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from yuniplace.queues.aischeduler import default_pool, read_ai_scheduler_pools
+from yuniplace.queues.aischeduler import read_ai_scheduler_pools
 from yuniplace.queues.model import ROOT, QueueConfig, QueueSpec
 from yuniplace.queues.placement import DEFAULT_QUEUE, Placement, dynamic_queue, place
 from yuniplace.queues.problems import InvalidQueues, QueueProblem
@@ -63,6 +63,8 @@ def merge(
             if path == ROOT:
                 continue
             if path in queues:
+                if spec.owns_the_rest:
+                    continue  # ai-scheduler's default pool: a root.default configured elsewhere wins
                 problems.append(
                     QueueProblem(
                         spec.source,
@@ -94,10 +96,7 @@ def merge(
             names[name] = path
     if problems:
         raise InvalidQueues(problems)
-    if DEFAULT_QUEUE not in queues and not others[1].empty:
-        # ai-scheduler's default pool: pods naming no Pool, or one that does not exist, go there.
-        queues[DEFAULT_QUEUE] = default_pool()
-    elif DEFAULT_QUEUE not in queues and first.empty:
+    if DEFAULT_QUEUE not in queues and first.empty:
         # Volcano alone: a job naming no queue goes to Volcano's `default` Queue, which Volcano creates
         # itself; so here too, rather than every application that names none being refused.
         queues[DEFAULT_QUEUE] = QueueSpec(DEFAULT_QUEUE, source="Volcano's default Queue (implicit)")

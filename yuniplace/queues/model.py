@@ -83,6 +83,13 @@ class QueueSpec:
     # A gang that does not fit may evict lower-priority gangs of its own queue, once nothing lent is left
     # to take back (ai-scheduler's pools: a short pool preempts inside itself).
     preempts_within: bool = False
+    # The queues whose pools' idle nodes its gangs may borrow, when they do not fit on its own (None: every
+    # queue's whose pool is shared; ai-scheduler's borrowingPools).
+    lenders: tuple[str, ...] | None = None
+    # It owns the nodes no queue's pool selects, and those more than one selects (ai-scheduler's default
+    # pool); `home_nodes` names the latter, as labels cannot.
+    owns_the_rest: bool = False
+    home_nodes: tuple[str, ...] = ()
 
     @property
     def parent(self) -> str | None:

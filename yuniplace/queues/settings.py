@@ -268,6 +268,28 @@ SETTINGS: tuple[Setting, ...] = (
         inherits=True,
     ),
     Setting(
+        QueueSpec,
+        "lenders",
+        "the queues whose pools' idle nodes its gangs may borrow when they do not fit on its own (default: every "
+        "queue whose pool is shared)",
+        (DECISION,),
+        ai_scheduler=(Spelling("spec.borrowingPools", note="Pool names"),),
+    ),
+    Setting(
+        QueueSpec,
+        "owns_the_rest",
+        "its pool is every node no queue's pool selects, and every node more than one selects",
+        (POOLS,),
+        ai_scheduler=(Spelling("(the default pool)", note="ai-scheduler's default pool, `root.default`"),),
+    ),
+    Setting(
+        QueueSpec,
+        "home_nodes",
+        "the nodes it owns by name: those more than one queue's pool selects",
+        (POOLS,),
+        ai_scheduler=(Spelling("(the default pool)", note="the nodes more than one Pool selects"),),
+    ),
+    Setting(
         Limit,
         "users",
         "the users a limit holds for; `*` each user without a limit of their own",
