@@ -14,6 +14,7 @@ from tests.unit.test_queue_source import EVERYTHING_OFF, annotated, pool, source
 from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.gang.taskgroups import TaskGroup
 from yuniplace.queues.pools import Pool, confine, pool_of
+from yuniplace.tools.queuestatus import queues_table
 
 A, B, C = {"pool": "a"}, {"pool": "b"}, {"pool": "c"}
 
@@ -110,3 +111,44 @@ def test_a_borrowing_gangs_placeholders_may_go_to_its_own_nodes_or_the_lenders()
         {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]},
         {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["c"]}]},
     ]
+
+
+def test_the_pool_table_shows_each_pools_room_its_borrowers_its_pending_pods_and_switches() -> None:
+    """ai-scheduler's resource table: a's gang runs borrowing b's two nodes (b shares them: 8 cores of
+    its 8), a gang of b waits for them (its one pod so far pending), masters lends nothing; the default pool's row
+    is the node no Pool selects; TOTAL sums every pool."""
+    cluster = (
+        nodes(1, labels=A, prefix="a")
+        + nodes(2, labels=B, prefix="b")
+        + nodes(1, labels={"kubernetes.io/role": "master"}, prefix="m")
+        + nodes(1, prefix="plain")
+    )
+    queues = pools(
+        pool("a", A), pool("b", B), pool("masters", {"kubernetes.io/role": "master"}, **EVERYTHING_OFF), cluster=cluster
+    )
+    borrower = running("borrower", 12, "a", on=["a0", "b0", "b1"], created=0)
+    for pod in borrower:
+        annotated(pod, "a")
+        pod["metadata"]["annotations"]["yuniplace.io/borrowed-from"] = "root.b"
+    world = World(cluster, [*borrower, annotated(gang("home", 8, created=1), "b")], queues)
+    world.ticket("home")
+    report = world.admission.report()
+    assert report is not None
+    table = queues_table(report).split("\n\n")[-1].splitlines()
+    assert table[0].split() == [
+        "POOL",
+        "QUEUE",
+        "NODES",
+        "CAPACITY",
+        "ALLOCATABLE",
+        "USED",
+        "SHARED",
+        "PENDING",
+        "P/B/S",
+    ]
+    rows = {next((w for w in line.split() if w.startswith("root.")), "TOTAL"): line.split() for line in table[1:]}
+    assert rows["root.a"][2] == "1" and rows["root.a"][-1] == "+p+b+s"
+    assert rows["root.b"][6].startswith("cpu=8") and rows["root.b"][7] == "1", rows["root.b"]  # shared; pending
+    assert rows["root.masters"][-1] == "-p-b-s"
+    assert rows["root.default"][:4] == ["(the", "rest)", "root.default", "1"]  # the rest: one node
+    assert rows["TOTAL"][1] == "5" and rows["TOTAL"][-1] == "1", rows["TOTAL"]  # 5 nodes; 1 pod pending

@@ -33,11 +33,11 @@ from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclai
 from yuniplace.admission.domains import DomainRoom, free_by_domain
 from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
-from yuniplace.admission.snapshot import Placing, Snapshot, Sources, pool_owners
+from yuniplace.admission.snapshot import Placing, Snapshot, Sources
 from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
-from yuniplace.queues.pools import Pool
+from yuniplace.queues.pools import Pool, pool_owners
 from yuniplace.queues.quota import Ledger
 from yuniplace.queues.report import PoolRow, QueuesReport, queue_rows, user_rows
 from yuniplace.runtime.metrics import MAX_DOMAINS_SHOWN, MAX_LEVELS_SHOWN, Metrics
@@ -279,24 +279,34 @@ class Admission:
         for app in sorted((a for a in snapshot.apps.values() if isinstance(tickets.get(a.key), Waiting)), key=in_line):
             waiting.setdefault(app.queue, []).append(str(app.key))
         queue_of_pod = {uid: app.queue for key, app in snapshot.apps.items() for uid in snapshot.pods.get(key, ())}
+        pending: Counter[str] = Counter()  # pods of each queue's gangs not on a node yet
+        for app in snapshot.apps.values():
+            pending[app.queue] += sum(app.needing.values())
         pools = []
-        for selector, owner in pool_owners(snapshot.config).items():
+        for path, pool in pool_owners(snapshot.config).items():
 
-            def other_queue(uid: str, owner: str = owner.path) -> bool:
+            def other_queue(uid: str, owner: str = path) -> bool:
                 queue = queue_of_pod.get(uid)
                 return queue is not None and queue != owner and not queue.startswith(owner + ".")
 
-            used = self.room.pool(dict(selector), lambda _uid: True)
+            owner = snapshot.config.queues[path]
+            used = self.room.pool(pool, lambda _uid: True)
             pools.append(
                 PoolRow(
-                    queue=owner.path,
-                    selector=dict(selector),
+                    queue=path,
+                    selector=dict(pool.require),
                     nodes=used.nodes,
                     capacity=used.capacity,
                     allocatable=used.allocatable,
                     used=used.taken,
-                    shared=self.room.pool(dict(selector), other_queue).taken,
+                    shared=self.room.pool(pool, other_queue).taken,
                     sharing=owner.sharing,
+                    pending=sum(
+                        count for queue, count in pending.items() if queue == path or queue.startswith(path + ".")
+                    ),
+                    preemption=owner.preemption,
+                    borrowing=owner.borrowing,
+                    rest=owner.owns_the_rest,
                 )
             )
         return QueuesReport(queue_rows(ledger, waiting), tuple(pools), user_rows(ledger))

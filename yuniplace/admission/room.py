@@ -19,6 +19,7 @@ from typing import Any, cast
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import Amounts, Constraints, Node, Room, constraints_key, from_decimals
 from yuniplace.gang.resources import pod_requests
+from yuniplace.queues.pools import Pool
 
 Pod = Mapping[str, Any]
 
@@ -113,15 +114,13 @@ class RoomView:
         return total
 
 
-def pool_room(
-    nodes: Iterable[Node], takes: Mapping[str, Take], selector: Mapping[str, str], counted: Callable[[str], bool]
-) -> PoolRoom:
-    """The nodes `selector` matches, summed: what they have and what the pods `counted` (by uid) take on
-    them (`pods` counting 1000 a pod)."""
+def pool_room(nodes: Iterable[Node], takes: Mapping[str, Take], pool: Pool, counted: Callable[[str], bool]) -> PoolRoom:
+    """The nodes `pool` owns, summed: what they have and what the pods `counted` (by uid) take on them
+    (`pods` counting 1000 a pod)."""
     room = PoolRoom()
     names = set()
     for node in nodes:
-        if all(node.labels.get(k) == v for k, v in selector.items()):
+        if pool.owns(node.name, node.labels):
             names.add(node.name)
             _sum_into(room.capacity, node.capacity)
             _sum_into(room.allocatable, node.allocatable)
@@ -277,10 +276,10 @@ class ClusterRoom:
             competing = {constraints_key([c]): c for c in self._competing.values()}
             return RoomView(self._ordered, dict(self._free), dict(self._takes), tuple(competing.values()))
 
-    def pool(self, selector: Mapping[str, str], counted: Callable[[str], bool]) -> PoolRoom:
-        """The nodes `selector` matches, summed, and what the pods `counted` take on them."""
+    def pool(self, pool: Pool, counted: Callable[[str], bool]) -> PoolRoom:
+        """The nodes `pool` owns, summed, and what the pods `counted` take on them."""
         with self._lock:
-            return pool_room(self._ordered, self._takes, selector, counted)
+            return pool_room(self._ordered, self._takes, pool, counted)
 
     def empty_room(self) -> Room:
         """Every node's whole allocatable room, as if nothing ran: what a gang could ever get. (A copy of

@@ -23,8 +23,8 @@ from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
 from yuniplace.gang.topology import Domains, pinned
 from yuniplace.gang.userinfo import UserInfo
-from yuniplace.queues.model import Amounts, Ordering, QueueConfig, QueueSpec
-from yuniplace.queues.pools import Pool, confine, pool_of
+from yuniplace.queues.model import Amounts, Ordering, QueueConfig
+from yuniplace.queues.pools import Pool, confine, pool_of, pool_owners
 from yuniplace.queues.quota import NOBODY
 from yuniplace.runtime.events import Reason
 from yuniplace.runtime.store import PodStore
@@ -338,21 +338,12 @@ class Sources:
             return {}
         gang_pods = {uid for uids in pods_of.values() for uid in uids}
         return {
-            queue.path: pool_room(view.nodes, view.takes, dict(selector), lambda uid: uid not in gang_pods).taken
-            for selector, queue in owners.items()
+            queue: pool_room(view.nodes, view.takes, pool, lambda uid: uid not in gang_pods).taken
+            for queue, pool in owners.items()
         }
 
     @staticmethod
     def _capacity(config: QueueConfig, view: RoomView) -> Amounts:
         if not any(queue.ordering is Ordering.FAIR for queue in config.queues.values()):
             return {}
-        return pool_room(view.nodes, {}, {}, lambda _uid: False).allocatable
-
-
-def pool_owners(config: QueueConfig) -> dict[tuple[tuple[str, str], ...], QueueSpec]:
-    """Each pool (a node selector) and the queue that owns it: the first configured with it."""
-    owners: dict[tuple[tuple[str, str], ...], QueueSpec] = {}
-    for queue in config.queues.values():
-        if queue.node_selector:
-            owners.setdefault(tuple(sorted(queue.node_selector.items())), queue)
-    return owners
+        return pool_room(view.nodes, {}, Pool(), lambda _uid: False).allocatable

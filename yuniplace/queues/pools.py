@@ -39,6 +39,14 @@ class Pool:
         """This pool with the nodes of the pool `lender` selects borrowed besides."""
         return dataclasses.replace(self, lender=dict(lender))
 
+    def owns(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Whether a node (its name and labels) is one of the pool's own (those it borrows aside)."""
+        if name in self.named:
+            return True
+        return all(labels.get(k) == v for k, v in self.require.items()) and not any(
+            all(labels.get(k) == v for k, v in avoided.items()) for avoided in self.avoid
+        )
+
 
 def pool_of(config: QueueConfig, queue: str) -> Pool:
     """The pool of the queue (its own node selector, or its nearest ancestor's), and the pools of
@@ -55,6 +63,19 @@ def pool_of(config: QueueConfig, queue: str) -> Pool:
         if q.node_selector and not q.sharing and dict(q.node_selector) != dict(require)
     )
     return Pool(dict(require), avoid)
+
+
+def pool_owners(config: QueueConfig) -> dict[str, Pool]:
+    """The queues that own nodes, each with its pool (the nodes it owns, whatever it may borrow): the
+    first configured with each node selector, and a queue that owns the rest (ai-scheduler's default
+    pool)."""
+    owners: dict[tuple[tuple[str, str], ...], str] = {}
+    for queue in config.queues.values():
+        if queue.node_selector:
+            owners.setdefault(tuple(sorted(queue.node_selector.items())), queue.path)
+    owning = {path: Pool(dict(selector)) for selector, path in owners.items()}
+    owning.update({q.path: pool_of(config, q.path) for q in config.queues.values() if q.owns_the_rest})
+    return owning
 
 
 def _avoiding(term: Mapping[str, Any], selector: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -26,6 +26,10 @@ class QueueRow:
 
 @dataclass(frozen=True)
 class PoolRow:
+    """A pool, as ai-scheduler's resource table shows it: what its nodes have, what every pod there takes
+    (used) and what pods of other queues take (shared, lent), the pods of its gangs not on a node yet, and
+    its switches (preempts, borrows, shares)."""
+
     queue: str  # the queue that owns it
     selector: Mapping[str, str]
     nodes: int
@@ -34,6 +38,33 @@ class PoolRow:
     used: Amounts  # what every pod on its nodes takes
     shared: Amounts  # what pods of other queues take on its nodes
     sharing: bool
+    pending: int = 0  # pods of its queue's gangs (and those of the queues below it) not on a node yet
+    preemption: bool = True
+    borrowing: bool = True
+    rest: bool = False  # it owns the nodes no other pool selects (ai-scheduler's default pool)
+
+    @property
+    def switches(self) -> str:
+        """ai-scheduler's p/b/s: preemption, borrowing, sharing, each on (+) or off (-)."""
+        return "".join(
+            ("+" if on else "-") + name
+            for on, name in ((self.preemption, "p"), (self.borrowing, "b"), (self.sharing, "s"))
+        )
+
+
+def pools_total(pools: Sequence[PoolRow]) -> dict[str, Amounts]:
+    """The cluster's total over every pool, column by column (each node is one pool's)."""
+    total: dict[str, dict[str, int]] = {"capacity": {}, "allocatable": {}, "used": {}, "shared": {}}
+    for pool in pools:
+        for column, amounts in (
+            ("capacity", pool.capacity),
+            ("allocatable", pool.allocatable),
+            ("used", pool.used),
+            ("shared", pool.shared),
+        ):
+            for name, amount in amounts.items():
+                total[column][name] = total[column].get(name, 0) + amount
+    return dict(total)
 
 
 @dataclass(frozen=True)
@@ -115,15 +146,21 @@ def as_json(report: QueuesReport) -> dict[str, Any]:
             {
                 "queue": pool.queue,
                 "nodeSelector": dict(pool.selector),
+                "ownsTheRest": pool.rest,
                 "nodes": pool.nodes,
                 "capacity": quantities(pool.capacity),
                 "allocatable": quantities(pool.allocatable),
                 "used": quantities(pool.used),
                 "shared": quantities(pool.shared),
+                "pending": pool.pending,
+                "preemption": pool.preemption,
+                "borrowing": pool.borrowing,
                 "sharing": pool.sharing,
             }
             for pool in report.pools
         ],
+        "poolsTotal": {column: quantities(amounts) for column, amounts in pools_total(report.pools).items()}
+        | {"nodes": sum(pool.nodes for pool in report.pools), "pending": sum(pool.pending for pool in report.pools)},
         "users": [
             {"queue": row.queue, "user": row.user, "applications": row.applications, "used": quantities(row.used)}
             for row in report.users

@@ -122,6 +122,21 @@ class Metrics:
         self.queue_waiting = Gauge(
             "yuniplace_queue_waiting_applications", "Applications waiting for admission.", ["queue"], registry=r
         )
+        # Per pool (the nodes a queue owns), as ai-scheduler's resource table shows them.
+        per_pool = ["pool", "resource"]
+        self.pool_amounts = {
+            "capacity": Gauge("yuniplace_pool_capacity", "What a pool's nodes have.", per_pool, registry=r),
+            "allocatable": Gauge(
+                "yuniplace_pool_allocatable", "What a pool's nodes have for pods.", per_pool, registry=r
+            ),
+            "used": Gauge("yuniplace_pool_used", "What every pod on a pool's nodes takes.", per_pool, registry=r),
+            "shared": Gauge(
+                "yuniplace_pool_shared", "What pods of other queues take on a pool's nodes.", per_pool, registry=r
+            ),
+        }
+        self.pool_pending = Gauge(
+            "yuniplace_pool_pending_pods", "Pods of a pool's gangs not on a node yet.", ["pool"], registry=r
+        )
         self.topology_placed = Counter(
             "yuniplace_topology_gangs_placed_total",
             "Gangs whose reservation began in topology domains, by level (a node label key) and placement: "
@@ -158,12 +173,22 @@ class Metrics:
         ).set_function(taking_pods)
 
     def report_queues(self, report: QueuesReport | None) -> None:
-        """Set the per-queue gauges to the report (cpu in cores, memory in bytes, pods as a count);
-        queues no longer configured disappear."""
-        for gauge in (*self.queue_amounts.values(), self.queue_waiting):
+        """Set the per-queue and per-pool gauges to the report (cpu in cores, memory in bytes, pods as a
+        count); queues and pools no longer configured disappear."""
+        for gauge in (*self.queue_amounts.values(), self.queue_waiting, *self.pool_amounts.values(), self.pool_pending):
             gauge.clear()
         if report is None:
             return
+        for pool in report.pools:
+            self.pool_pending.labels(pool.queue).set(pool.pending)
+            for what, amounts in (
+                ("capacity", pool.capacity),
+                ("allocatable", pool.allocatable),
+                ("used", pool.used),
+                ("shared", pool.shared),
+            ):
+                for resource, milli in amounts.items():
+                    self.pool_amounts[what].labels(pool.queue, resource).set(milli / 1000)
         for row in report.queues:
             self.queue_waiting.labels(row.path).set(row.waiting)
             for what, amounts in (

@@ -18,7 +18,7 @@ from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.discovery import served_resources
-from yuniplace.queues.report import QueuesReport, as_json, quantities
+from yuniplace.queues.report import QueuesReport, as_json, pools_total, quantities
 from yuniplace.runtime.store import PodStore
 
 NO_CONFIGURATION = (
@@ -110,20 +110,35 @@ def queues_table(report: QueuesReport) -> str:
             [(row.queue, row.user, str(row.applications), _amounts(row.used)) for row in report.users],
         )
     if report.pools:
+        total = pools_total(report.pools)
         text += "\n\n" + _table(
-            ("POOL", "QUEUE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "SHARED", "SHARING"),
+            ("POOL", "QUEUE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "SHARED", "PENDING", "P/B/S"),
             [
+                *(
+                    (
+                        "(the rest)" if pool.rest else ",".join(f"{k}={v}" for k, v in sorted(pool.selector.items())),
+                        pool.queue,
+                        str(pool.nodes),
+                        _amounts(pool.capacity),
+                        _amounts(pool.allocatable),
+                        _amounts(pool.used),
+                        _amounts(pool.shared),
+                        str(pool.pending),
+                        pool.switches,
+                    )
+                    for pool in report.pools
+                ),
                 (
-                    ",".join(f"{k}={v}" for k, v in sorted(pool.selector.items())),
-                    pool.queue,
-                    str(pool.nodes),
-                    _amounts(pool.capacity),
-                    _amounts(pool.allocatable),
-                    _amounts(pool.used),
-                    _amounts(pool.shared),
-                    "on" if pool.sharing else "off",
-                )
-                for pool in report.pools
+                    "TOTAL",
+                    "",
+                    str(sum(pool.nodes for pool in report.pools)),
+                    _amounts(total["capacity"]),
+                    _amounts(total["allocatable"]),
+                    _amounts(total["used"]),
+                    _amounts(total["shared"]),
+                    str(sum(pool.pending for pool in report.pools)),
+                    "",
+                ),
             ],
         )
     return text
