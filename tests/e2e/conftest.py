@@ -227,3 +227,55 @@ def pod_group_api(cluster: Cluster) -> Iterator[None]:
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
     wait_until(lambda: served(cluster, podgroup.API) and served(cluster, keys.VOLCANO_API), 30)
     yield
+
+
+POOL_CRD = CHART_CRDS / "pools.resource.aibee.cn.yaml"
+POOL_CRD_NAME = "pools.resource.aibee.cn"
+
+
+def pool_api_served(cluster: Cluster) -> bool:
+    """Whether discovery lists the Pool API yet (it lags the CRD's Established condition a little)."""
+    try:
+        return any(r["name"] == "pools" for r in cluster.client.get(keys.AI_SCHEDULER_API)["resources"])
+    except NotFound:
+        return False
+
+
+@pytest.fixture
+def pool_api(cluster: Cluster) -> Iterator[None]:
+    """The chart's Pool CRD (ai-scheduler's API), installed as `helm install` installs it, and served;
+    removed afterwards, with every Pool."""
+    cluster.kubectl("apply", "--server-side", "-f", str(POOL_CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{POOL_CRD_NAME}")
+    wait_until(lambda: pool_api_served(cluster), 30)
+    yield
+    crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{POOL_CRD_NAME}"
+    cluster.client.delete(crd)
+
+    def gone() -> bool:
+        try:
+            cluster.client.get(crd)
+        except NotFound:
+            return True
+        return False
+
+    wait_until(gone, 60)
+
+
+@pytest.fixture
+def priority_classes(cluster: Cluster) -> Iterator[Callable[[int], str]]:
+    """PriorityClasses for the test (cluster-scoped), deleted afterwards."""
+    made: list[str] = []
+
+    def make(value: int) -> str:
+        name = f"e2e-{uuid.uuid4().hex[:8]}-{value}"
+        cluster.client.create(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+        )
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        cluster.client.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")

@@ -33,7 +33,6 @@ from tests.e2e.test_queues import (
     app_pods,
     configured,
     gang,
-    priority_classes,  # noqa: F401  (a fixture)
     running,
     waiting,
 )
@@ -93,7 +92,7 @@ def test_with_priority_sorting_disabled_an_earlier_low_priority_gang_goes_first(
     namespace: str,
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    priority_classes: Callable[[int], str],  # noqa: F811
+    priority_classes: Callable[[int], str],
     where: str,
 ) -> None:
     """YuniKorn's `application.sort.priority: disabled`, on the queue or on root (whence it passes down):

@@ -10,8 +10,7 @@ import json
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ from tests.e2e.support import (
 )
 from yuniplace.gang import keys
 from yuniplace.gang.pods import parse_time
-from yuniplace.kube import NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
@@ -218,25 +216,6 @@ def waiting(cluster: Cluster, namespace: str, app: str, *phrases: str) -> str:
 
 def nodes_of(pods: list[Pod]) -> set[str]:
     return {p["spec"]["nodeName"] for p in pods}
-
-
-@pytest.fixture
-def priority_classes(cluster: Cluster) -> Iterator[Callable[[int], str]]:
-    """PriorityClasses for the test (cluster-scoped), deleted afterwards."""
-    made: list[str] = []
-
-    def make(value: int) -> str:
-        name = f"e2e-{uuid.uuid4().hex[:8]}-{value}"
-        cluster.client.create(
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
-        )
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        cluster.client.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
 # -- 1. YuniKorn's own sample ------------------------------------------------------------------------
@@ -730,38 +709,6 @@ def queued_since_of(cluster: Cluster, namespace: str, name: str) -> float | None
 
 
 # -- 8. ai-scheduler's Pools -------------------------------------------------------------------------
-
-POOL_CRD = Path(__file__).resolve().parents[2] / "charts" / "yuniplace" / "crds" / "pools.resource.aibee.cn.yaml"
-POOL_CRD_NAME = "pools.resource.aibee.cn"
-
-
-def pool_api_served(cluster: Cluster) -> bool:
-    """Whether discovery lists the Pool API yet (it lags the CRD's Established condition a little)."""
-    try:
-        return any(r["name"] == "pools" for r in cluster.client.get(keys.AI_SCHEDULER_API)["resources"])
-    except NotFound:
-        return False
-
-
-@pytest.fixture
-def pool_api(cluster: Cluster) -> Iterator[None]:
-    """The chart's Pool CRD (ai-scheduler's API), installed as `helm install` installs it, and served;
-    removed afterwards, with every Pool."""
-    cluster.kubectl("apply", "--server-side", "-f", str(POOL_CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{POOL_CRD_NAME}")
-    wait_until(lambda: pool_api_served(cluster), 30)
-    yield
-    crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{POOL_CRD_NAME}"
-    cluster.client.delete(crd)
-
-    def gone() -> bool:
-        try:
-            cluster.client.get(crd)
-        except NotFound:
-            return True
-        return False
-
-    wait_until(gone, WAIT_S)
 
 
 def ai_pool(name: str, labels: Mapping[str, str], **switches: bool) -> dict[str, Any]:

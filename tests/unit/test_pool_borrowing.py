@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.test_gang_admission import gang
+from tests.unit.test_gang_admission import NS, gang
 from tests.unit.test_queue_admission import World, nodes, running
 from tests.unit.test_queue_source import EVERYTHING_OFF, annotated, pool, source
 from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import TaskGroup
 from yuniplace.queues.pools import Pool, confine, pool_of
 from yuniplace.tools.queuestatus import queues_table
@@ -152,3 +153,17 @@ def test_the_pool_table_shows_each_pools_room_its_borrowers_its_pending_pods_and
     assert rows["root.masters"][-1] == "-p-b-s"
     assert rows["root.default"][:4] == ["(the", "rest)", "root.default", "1"]  # the rest: one node
     assert rows["TOTAL"][1] == "5" and rows["TOTAL"][-1] == "1", rows["TOTAL"]  # 5 nodes; 1 pod pending
+
+
+def test_a_pool_takes_back_its_nodes_from_a_gang_within_its_own_queues_guarantee() -> None:
+    """The default pool owns four idle nodes, yet a gang of it runs on demo's two (it was pinned there,
+    or its own nodes were full when it came): demo's gang takes them back, as a gang of another pool on
+    its nodes borrowed them whatever its own queue holds."""
+    cluster = nodes(4, prefix="plain") + nodes(2, labels=A, prefix="a")
+    queues = pools(pool("a", A), cluster=cluster)
+    borrower = running("borrower", 8, "root.default", on=["a0", "a1"], created=0)
+    world = World(cluster, [*borrower, annotated(gang("home", 8, created=1), "a")], queues)
+    waiting = world.ticket("home")
+    assert isinstance(waiting, Waiting) and "taking back room its queue root.a lent to root.default" in waiting.message
+    reclaim = world.admission.standing(p.AppKey(NS, "borrower"), pending=False).reclaim
+    assert reclaim is not None and "lent to queue root.default, whose gang borrowed its nodes" in reclaim.message

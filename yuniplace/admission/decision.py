@@ -23,6 +23,7 @@ from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.state import AppState
 from yuniplace.gang.topology import Domains, Pin
+from yuniplace.queues.pools import pool_of
 from yuniplace.queues.quota import Holder, Ledger, preempt_within, reclaim
 from yuniplace.runtime.events import Reason
 
@@ -510,12 +511,17 @@ class Decision:
         queue = _shown(app.queue)
         if lent:
             lenders = ", ".join(sorted({v.queue for v in victims}))
+            borrowed_nodes = self._on_its_nodes(app, victims)
             self._take_back(
                 app,
                 victims,
                 lambda victim: (
-                    f"queue {queue} takes back room it is guaranteed and lent to queue "
-                    f"{_shown(victim.queue)}, which holds more than its own guarantee"
+                    f"queue {queue} takes back room it is guaranteed and lent to queue {_shown(victim.queue)}, "
+                    + (
+                        "whose gang borrowed its nodes"
+                        if victim.key in borrowed_nodes
+                        else "which holds more than its own guarantee"
+                    )
                 ),
                 within,
             )
@@ -631,13 +637,29 @@ class Decision:
             room = self._room_left([h.key for h in taken if isinstance(h.key, p.AppKey)])
             return place(room, app.spec, app.needs, within) is not None
 
-        victims = reclaim(self.ledger, app.queue, app.amounts, holders, fits_without)
+        victims = reclaim(self.ledger, app.queue, app.amounts, holders, fits_without, self._on_its_nodes(app, holders))
         if victims:
             return True, victims
         if not self._queues.queues[app.queue].preempts_within:
             return None
         victims = preempt_within(app.queue, app.priority, holders, fits_without)
         return (False, victims) if victims else None
+
+    def _on_its_nodes(self, app: App, holders: Sequence[Holder]) -> frozenset[object]:
+        """The gangs of other queues that hold room on the nodes the gang's queue owns (a pool's): they
+        borrowed those nodes, whatever their own queue holds, and the pool takes them back."""
+        pool = pool_of(self._queues, app.queue)
+        if not pool.require and not pool.named and not pool.avoid:
+            return frozenset()
+        own = {node.name for node in self._room.nodes if pool.owns(node.name, node.labels)}
+        return frozenset(
+            holder.key
+            for holder in holders
+            if holder.queue != app.queue
+            and not holder.queue.startswith(app.queue + ".")
+            and isinstance(holder.key, p.AppKey)
+            and self._snapshot.nodes_of(holder.key) & own
+        )
 
     def _take_back(
         self, app: App, victims: Sequence[Holder], why: Callable[[Holder], str], within: Pin | None = None

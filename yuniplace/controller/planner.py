@@ -642,7 +642,7 @@ class Planner:
             else None
         )
         if seated is not None:
-            self._start_directly(seated, members)
+            self._start_directly(seated, members, where)
         else:
             self._event(
                 originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods{where}"
@@ -658,12 +658,12 @@ class Planner:
             )
         return seated is None
 
-    def _start_directly(self, ticket: Granted, members: dict[str, list[Pod]]) -> None:
+    def _start_directly(self, ticket: Granted, members: dict[str, list[Pod]], where: str) -> None:
         """Every member exists and admission found room for the whole gang now, so no placeholder would
         reserve anything admission has not: each member is steered to the node admission chose for it
-        and released, all in one pass (a member larger than its group's minResource has no seat that
-        holds it, and is scheduled normally). Seats lie in the topology domains admission chose, and each
-        member is kept in a required one as it is released (see _finish)."""
+        and released, all in one pass (each seat holds its group's largest member). Seats lie in the
+        topology domains admission chose (and on the nodes of the pool it borrows, if it does), and each
+        member is kept in a required domain as it is released (see _finish). `where` says where they are."""
         plan, spec = self.plan_, self.spec
         plan.state = AppState.RESERVED
         plan.outcomes.append(Outcome.STARTED_DIRECTLY)
@@ -678,7 +678,6 @@ class Planner:
                 else:
                     plan.ungate.append(member)
         plan.ungate += members[UNGROUPED]
-        where = f" in {self.domains}" if self.domains else ""
         self._event(
             self.originator,
             Reason.GANG_STARTING,

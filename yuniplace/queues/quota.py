@@ -278,13 +278,16 @@ def reclaim(
     needs: Amounts,
     holders: Sequence[Holder],
     fits_without: Callable[[Sequence[Holder]], bool],
+    on_its_nodes: frozenset[object] = frozenset(),
 ) -> list[Holder] | None:
     """The gangs to take back so that a gang of `queue` needing `needs` fits: only when the queue
     reclaims at all and the gang stays within its guarantee (it takes back what it lent, it does not
     borrow by force); only gangs of queues holding more than their guarantee, and only while they
-    still do, and never those of a queue whose gangs are not reclaimable (YuniKorn's preemption.policy
-    disabled, Volcano's reclaimable: false); placeholders of gangs not running first, then running
-    gangs of the lowest priority, newest first. None when no such set makes `fits_without` true."""
+    still do, or gangs holding room on the nodes the queue owns (`on_its_nodes`, by key: they borrowed
+    its pool's nodes, whatever their own queue holds), and never those of a queue whose gangs are not
+    reclaimable (YuniKorn's preemption.policy disabled, Volcano's reclaimable: false); placeholders of
+    gangs not running first, then running gangs of the lowest priority, newest first. None when no such
+    set makes `fits_without` true."""
     spec: QueueSpec = ledger.config.queues[queue]
     if not spec.preemption:
         return None
@@ -298,8 +301,8 @@ def reclaim(
     )
     taken: list[Holder] = []
     for holder in order:
-        if not set(ledger.borrowed(holder.queue)) & set(needs):
-            continue  # its queue holds no more than its guarantee of what is needed
+        if holder.key not in on_its_nodes and not set(ledger.borrowed(holder.queue)) & set(needs):
+            continue  # its queue holds no more than its guarantee of what is needed, nor room on these nodes
         taken.append(holder)
         ledger.release(holder.queue, holder.amounts, holder.user)
         if fits_without(taken):
