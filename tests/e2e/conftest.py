@@ -50,25 +50,6 @@ def kubernetes_version() -> str:
     return version
 
 
-def pytest_report_header() -> str:
-    return f"e2e clusters: Kubernetes {kubernetes_version()} (YUNIPLACE_KUBERNETES; supported: {', '.join(SUPPORTED_KUBERNETES)})"
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The figures tests record (`record_property("figure", ...)`), in the log of every run: the swap
-    under a flood and the native gangs, per Kubernetes release."""
-    figures = [
-        (report.nodeid.rpartition("::")[2], value)
-        for report in terminalreporter.stats.get("passed", [])
-        for name, value in report.user_properties
-        if name == "figure"
-    ]
-    if figures:
-        terminalreporter.section(f"figures, Kubernetes {kubernetes_version()}")
-        for test, text in figures:
-            terminalreporter.write_line(f"{test}: {text}")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in item.nodeid:

@@ -163,7 +163,11 @@ def ten_slots(pool: Callable[..., Placement]) -> Placement:
 
 
 def test_without_admission_three_gangs_split_ten_slots_and_time_out(
-    cluster: Cluster, namespace: str, ten_slots: Placement, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Cluster,
+    namespace: str,
+    ten_slots: Placement,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Jobs run until the test has seen how the cluster was shared out (here: the first timeout),
     then finish once all their pods run; the makespan is from creation to the last job done."""
@@ -188,11 +192,11 @@ def test_without_admission_three_gangs_split_ten_slots_and_time_out(
             except TimeoutError:
                 makespan = "not finished 90 s after the timeouts (pods released normally split the nodes again)"
             timed_out = {e["involvedObject"]["name"] for e in events_for(cluster, namespace, "PlaceholderTimeOut")}
-            with capsys.disabled():
-                print(
-                    f"\nadmission off: placeholders of 3 jobs at once; fullest split {jobs.standoff} (of 5 each, "
-                    f"none complete); {len(timed_out)} job(s) timed out; makespan {makespan}"
-                )
+            record_property(
+                "figure",
+                f"admission off: placeholders of 3 jobs at once; fullest split {jobs.standoff} (of 5 each, "
+                f"none complete); {len(timed_out)} job(s) timed out; makespan {makespan}",
+            )
     finally:
         assert process.stop() == 0, process.log()
 
@@ -215,7 +219,7 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
     namespace: str,
     started: ControllerProcess,
     ten_slots: Placement,
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """As above, the jobs run until the test has seen how the cluster was shared out (here: the
     third job told to wait)."""
@@ -231,11 +235,11 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
     assert not events_for(cluster, namespace, "PlaceholderTimeOut")
     waiting = events_for(cluster, namespace, "GangWaiting")
     assert "waiting for free capacity" in waiting[0]["message"] and "queue" in waiting[0]["message"], waiting
-    with capsys.disabled():
-        print(
-            f"\nadmission on: all 3 jobs completed, none timed out; makespan {makespan:.1f} s; "
-            f"{waiting[0]['involvedObject']['name']}: {waiting[0]['message']}"
-        )
+    record_property(
+        "figure",
+        f"admission on: all 3 jobs completed, none timed out; makespan {makespan:.1f} s; "
+        f"{waiting[0]['involvedObject']['name']}: {waiting[0]['message']}",
+    )
 
 
 def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
@@ -243,7 +247,7 @@ def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
     namespace: str,
     started: ControllerProcess,
     pool: Callable[..., Placement],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """4 slots; two small jobs (2 pods) run when a big one (4 pods) arrives, then small jobs keep
     arriving, one more each time a job finishes. The bound: the big job reserves as soon as the
@@ -288,8 +292,8 @@ def test_a_large_gang_is_not_starved_by_a_stream_of_small_ones(
         )
     waiting = [e["message"] for e in events_for(cluster, namespace, "GangWaiting")]
     assert any("position" in note for note in waiting), waiting
-    with capsys.disabled():
-        print(
-            f"\nstarvation: big gang reserved {big_started:.2f} s after arriving, {after_freed:.2f} s after the jobs "
-            f"running then were let finish; {len(later)} small jobs that arrived later all reserved after it"
-        )
+    record_property(
+        "figure",
+        f"starvation: big gang reserved {big_started:.2f} s after arriving, {after_freed:.2f} s after the jobs "
+        f"running then were let finish; {len(later)} small jobs that arrived later all reserved after it",
+    )

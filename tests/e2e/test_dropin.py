@@ -10,8 +10,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from tests.e2e.support import (
     Cluster,
     ControllerProcess,
@@ -94,7 +92,7 @@ def test_placeholders_carry_yunikorns_marks(
 
 
 def test_a_gang_pod_for_a_scheduler_that_does_not_run_is_told_what_to_change(
-    cluster: Cluster, namespace: str, controller: ControllerProcess, capsys: pytest.CaptureFixture[str]
+    cluster: Cluster, namespace: str, controller: ControllerProcess, record_property: Callable[[str, object], None]
 ) -> None:
     """No webhook rewrites it here: the pod names YuniKorn's scheduler, which does not run."""
     pod = gang_pod(
@@ -117,8 +115,7 @@ def test_a_gang_pod_for_a_scheduler_that_does_not_run_is_told_what_to_change(
         check=True,
     ).stdout
     assert "spark-docs" in status and "Unscheduled" in status, status
-    with capsys.disabled():
-        print(f"\nSchedulerNotRunning: {event['message']}\n{status}")
+    record_property("figure", f"SchedulerNotRunning: {event['message']}\n{status}")
 
 
 def test_a_pod_failed_by_a_hard_timeout_shows_failed_not_gated(

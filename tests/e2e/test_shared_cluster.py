@@ -70,7 +70,7 @@ def test_unreadable_annotations_fail_only_their_own_application(
     tenant: Callable[[str], str],
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Tenant A's gangs wait for room; A then writes `retry-after: soon` on one and a deeply nested
     gang group on another (kubectl annotate needs no webhook's blessing). Both fail alone, by their
@@ -99,11 +99,11 @@ def test_unreadable_annotations_fail_only_their_own_application(
     assert keys.RETRY_AFTER in errors[soon[0]] and '"soon"' in errors[soon[0]], errors
     assert keys.GANG_GROUP in errors[nested[0]], errors
     wait_until(lambda: not placeholders(cluster, a) and not placeholders(cluster, b), 30)
-    with capsys.disabled():
-        print(
-            f"\nunreadable annotations: tenant B's gang ran {took:.1f} s after it was created "
-            f"({time.monotonic() - started:.1f} s in all); {soon[0]}: {errors[soon[0]]}"
-        )
+    record_property(
+        "figure",
+        f"unreadable annotations: tenant B's gang ran {took:.1f} s after it was created "
+        f"({time.monotonic() - started:.1f} s in all); {soon[0]}: {errors[soon[0]]}",
+    )
 
 
 def test_a_gang_that_never_fits_gives_up_its_claim_and_times_out(
@@ -111,7 +111,7 @@ def test_a_gang_that_never_fits_gives_up_its_claim_and_times_out(
     tenant: Callable[[str], str],
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """31.5 of 32 CPUs free; tenant A's gang needs all 32. As its queue's head it claims the free room,
     but only for --head-claim; then tenant B's gang is admitted. A's own timeout runs while it is
@@ -133,11 +133,11 @@ def test_a_gang_that_never_fits_gives_up_its_claim_and_times_out(
     assert timeouts and "becoming first in its queue" in timeouts[0]["message"], timeouts
     assert any("no longer holds room" in e["message"] for e in events_for(cluster, a, "GangWaiting"))
     assert not placeholders(cluster, a)
-    with capsys.disabled():
-        print(
-            f"\nhead claim: tenant B's gang of 4 ran {took:.1f} s after it was created beside a head claiming "
-            f"31.5 CPUs ({time.monotonic() - created:.1f} s until A timed out); A: {timeouts[0]['message']}"
-        )
+    record_property(
+        "figure",
+        f"head claim: tenant B's gang of 4 ran {took:.1f} s after it was created beside a head claiming "
+        f"31.5 CPUs ({time.monotonic() - created:.1f} s until A timed out); A: {timeouts[0]['message']}",
+    )
 
 
 def test_placeholders_refused_by_a_quota_release_their_room_at_once(
@@ -145,7 +145,7 @@ def test_placeholders_refused_by_a_quota_release_their_room_at_once(
     tenant: Callable[[str], str],
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Tenant A's quota leaves room for its 4 real pods, not for their placeholders. Admission grants
     A's gang (4 of the 8 CPUs); the API refuses every placeholder. A hears why, and the room it was
@@ -170,11 +170,11 @@ def test_placeholders_refused_by_a_quota_release_their_room_at_once(
         cluster.wait_pod(a, name, is_failed, timeout_s=90)
     never_gated(cluster, a, refused)
     assert not placeholders(cluster, a)
-    with capsys.disabled():
-        print(
-            f"\nrefused placeholders: tenant B's gang ran {took:.1f} s after it was created "
-            f"({time.monotonic() - created:.1f} s until A failed); A: {events[0]['message']}"
-        )
+    record_property(
+        "figure",
+        f"refused placeholders: tenant B's gang ran {took:.1f} s after it was created "
+        f"({time.monotonic() - created:.1f} s until A failed); A: {events[0]['message']}",
+    )
 
 
 def test_a_gang_group_cannot_drag_another_namespaces_application_in(
@@ -182,7 +182,7 @@ def test_a_gang_group_cannot_drag_another_namespaces_application_in(
     tenant: Callable[[str], str],
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Tenant A names tenant B's application in its gang group; B never named A. Together they would
     not fit the free room, so binding them would keep B waiting on A. B runs; A waits for consent."""
@@ -199,11 +199,10 @@ def test_a_gang_group_cannot_drag_another_namespaces_application_in(
     assert any(f"{b}/victim" in e["message"] and "name this one" in e["message"] for e in waiting), waiting
     assert not placeholders(cluster, a) and all(not is_running(cluster.get_pod(a, n) or {}) for n in namer)
     assert not any(a in e["message"] for e in events_for(cluster, b, "GangWaiting"))
-    with capsys.disabled():
-        print(
-            f"\nunconsented gang group: tenant B's gang ran {took:.1f} s after it was created; "
-            f"A: {waiting[-1]['message']}"
-        )
+    record_property(
+        "figure",
+        f"unconsented gang group: tenant B's gang ran {took:.1f} s after it was created; A: {waiting[-1]['message']}",
+    )
 
 
 def test_one_namespace_cannot_flood_the_cluster(
@@ -211,7 +210,7 @@ def test_one_namespace_cannot_flood_the_cluster(
     tenant: Callable[[str], str],
     pool: Callable[..., Placement],
     cluster_wide: Callable[..., ControllerProcess],
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """One pod asking for 1 000 placeholders (more than all nodes hold, which admission would let
     through for an autoscaler's sake) is refused by the namespace's placeholder limit; a namespace's
@@ -261,11 +260,11 @@ def test_one_namespace_cannot_flood_the_cluster(
         assert not refused_apps() - {"queued-2", "queued-3"}
         assert not recorded.placeholder_uids, f"placeholders were created: {sorted(recorded.placeholder_uids)[:5]}"
         refusals = [e["message"] for e in events_for(cluster, a, "GangRefused") if "--max-waiting" in e["message"]]
-    with capsys.disabled():
-        print(
-            f"\nflood: 0 placeholders created for a gang of 1000; {too_many[0]['message']}; "
-            f"2 of 4 queued applications refused: {refusals[0]}"
-        )
+    record_property(
+        "figure",
+        f"flood: 0 placeholders created for a gang of 1000; {too_many[0]['message']}; "
+        f"2 of 4 queued applications refused: {refusals[0]}",
+    )
 
 
 def test_waiting_events_never_name_another_namespaces_application(

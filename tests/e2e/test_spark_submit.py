@@ -210,10 +210,10 @@ def run_gang(
     recorder: NamespaceRecorder,
     first: dict[str, Pod],
     driver_name: str,
-    show: Callable[[str], None],
+    record_property: Callable[[str, object], None],
 ) -> sparkconf.SparkConf:
-    """From the driver pod Spark created to every member swapped in and no placeholder left; prints
-    yuniplace's events; returns the driver's Spark configuration."""
+    """From the driver pod Spark created to every member swapped in and no placeholder left; records
+    yuniplace's events as the test's figure; returns the driver's Spark configuration."""
     assert created_gated(first, driver_name), (
         f"the webhook did not gate the driver Spark created: {first[driver_name]['spec']}"
     )
@@ -239,9 +239,8 @@ def run_gang(
     members = 1 + len(executors)
     wait_until(lambda: members_landed(yuniplace_events(cluster, namespace)) == members, 30)
     events = yuniplace_events(cluster, namespace)
-    show(f"\n{len(events)} yuniplace events in {namespace}:")
-    for event in events:
-        show(f"  {event['reason']} {event['involvedObject']['name']}: {event['message']}")
+    lines = [f"{event['reason']} {event['involvedObject']['name']}: {event['message']}" for event in events]
+    record_property("figure", f"{len(events)} yuniplace events in {namespace}:\n  " + "\n  ".join(lines))
     return conf
 
 
@@ -290,7 +289,7 @@ def test_yunikorn_documented_conf_options(
     controller: ControllerProcess,
     recorder: NamespaceRecorder,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """YuniKorn's documented way: the annotations as --conf options and
     spark.kubernetes.scheduler.name=yunikorn, through examples/spark/spark-submit.sh as its usage line
@@ -304,8 +303,7 @@ def test_yunikorn_documented_conf_options(
         *in_namespace(namespace),
     ]
     driver = submit(spark, cluster, namespace, command, tmp_path)
-    with capsys.disabled():
-        conf = run_gang(cluster, namespace, recorder, first, driver, print)
+    conf = run_gang(cluster, namespace, recorder, first, driver, record_property)
     assert conf.get("spark.kubernetes.scheduler.name") == "yunikorn"  # what Spark asked for, rewritten by the webhook
 
 
@@ -316,7 +314,7 @@ def test_properties_file_example(
     namespace: str,
     controller: ControllerProcess,
     recorder: NamespaceRecorder,
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """examples/spark/spark-gang.properties with --properties-file, the command line its header and the
     README give, from the repository root, with the chart's default values."""
@@ -337,8 +335,7 @@ def test_properties_file_example(
         "local:///opt/spark/examples/jars/spark-examples.jar",
     ]
     driver = submit(spark, cluster, namespace, command, EXAMPLES.parents[1])
-    with capsys.disabled():
-        conf = run_gang(cluster, namespace, recorder, first, driver, print)
+    conf = run_gang(cluster, namespace, recorder, first, driver, record_property)
     assert conf.get("spark.kubernetes.driver.annotation.yunikorn.apache.org/schedulingPolicyParameters") == (
         "placeholderTimeoutInSeconds=120 gangSchedulingStyle=Hard"
     )
@@ -440,7 +437,7 @@ def test_spark_operator_runs_the_sparkapplication_example(
     operator_process: subprocess.Popen[bytes],
     recorder: NamespaceRecorder,
     batch_scheduler: str | None,
-    capsys: pytest.CaptureFixture[str],
+    record_property: Callable[[str, object], None],
 ) -> None:
     """examples/spark/sparkapplication.yaml applied with kubectl, the operator running spark-submit.
     With `batchScheduler: yunikorn` the operator writes the task groups itself (from the application's
@@ -464,14 +461,12 @@ def test_spark_operator_runs_the_sparkapplication_example(
         check=True,
     )
     name = application["metadata"]["name"]
-    with capsys.disabled():
-        conf = run_gang(cluster, namespace, recorder, first, f"{name}-driver", print)
+    conf = run_gang(cluster, namespace, recorder, first, f"{name}-driver", record_property)
     wait_until(lambda: application_state(cluster, namespace, name) == "RUNNING", 30)
     if batch_scheduler:
         generated = conf.get("spark.kubernetes.driver.annotation.yunikorn.apache.org/task-groups") or "[]"
         assert [g["name"] for g in json.loads(generated)] == ["spark-driver", "spark-executor"], generated
         assert conf.get("spark.kubernetes.scheduler.name") == batch_scheduler
-        with capsys.disabled():
-            print(f"  task groups the operator wrote: {generated}")
+        record_property("figure", f"task groups the operator wrote: {generated}")
     finish(cluster, namespace, f"{name}-driver")
     wait_until(lambda: application_state(cluster, namespace, name) == "COMPLETED", 60)

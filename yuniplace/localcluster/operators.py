@@ -63,8 +63,8 @@ def ensure_spark_operator(*, quiet: bool = False) -> Operator:
 
 
 def ensure_kuberay(*, quiet: bool = False) -> Operator:
-    """KubeRay's operator (about 3 minutes to build on 2 cores)."""
-    return _ensure("kuberay", KUBERAY_MODULE, KUBERAY_MODULE, "kuberay-operator", "KubeRay's operator", 3, quiet)
+    """KubeRay's operator (about 2 minutes to build on 2 cores)."""
+    return _ensure("kuberay", KUBERAY_MODULE, KUBERAY_MODULE, "kuberay-operator", "KubeRay's operator", 2, quiet)
 
 
 def main() -> int:

@@ -1,0 +1,32 @@
+"""Hooks of the process that reports the run: with pytest-xdist (`scripts/test` runs two workers, each
+with its e2e cluster) the tests run in workers and only what their reports carry reaches the log, so
+figures are recorded on the reports (`record_property("figure", ...)`), never printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import kubernetes_version
+from yuniplace.localcluster.build import SUPPORTED_KUBERNETES
+
+
+def pytest_report_header() -> str:
+    return (
+        f"e2e clusters: Kubernetes {kubernetes_version()} "
+        f"(YUNIPLACE_KUBERNETES; supported: {', '.join(SUPPORTED_KUBERNETES)})"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures tests record, in the log of every run: what the e2e tests measured on the way (the
+    swap under a flood, the native gangs, contention, the events of a Spark gang), per Kubernetes release."""
+    figures = [
+        (report.nodeid.rpartition("::")[2], value)
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in report.user_properties
+        if name == "figure"
+    ]
+    if figures:
+        terminalreporter.section(f"figures, Kubernetes {kubernetes_version()}")
+        for test, text in figures:
+            terminalreporter.write_line(f"{test}: {text}")
