@@ -206,7 +206,8 @@ def test_names_values_and_shapes_yunikorn_refuses_are_refused() -> None:
         'queues.yaml: root.acl: submitacl: "a b c" has more than one space: an ACL is "user1,user2 group1,group2" '
         "(users, a space, groups)",
         'queues.yaml: root.props: properties.yuniplace.io/shareing: "yuniplace.io/shareing" is not a yuniplace '
-        "property (there are yuniplace.io/sharing, yuniplace.io/borrowing, yuniplace.io/node-selector)",
+        "property (there are yuniplace.io/sharing, yuniplace.io/borrowing, yuniplace.io/node-selector, "
+        "yuniplace.io/native-gangs)",
         'queues.yaml: root.props: properties.application.sort.policy: "random" must be fifo, fair or stateaware',
         'queues.yaml: root.props: properties.yuniplace.io/node-selector: "pool" must be label=value pairs separated '
         "by commas (pool=gpu,zone=a)",
@@ -747,7 +748,8 @@ def test_malformed_volcano_queues_are_refused_with_every_problem() -> None:
         'Volcano Queue e: spec.guarantee.resource.cpu: "6" is above spec.deserved.cpu (4)',
         'Volcano Queue f: metadata.name: "f" is the name of another Queue',
         'Volcano Queue h: metadata.annotations.yuniplace.io/shareing: "x" is not a yuniplace setting (there are '
-        "yuniplace.io/sharing, yuniplace.io/borrowing, yuniplace.io/node-selector)",
+        "yuniplace.io/sharing, yuniplace.io/borrowing, yuniplace.io/node-selector, "
+        "yuniplace.io/native-gangs)",
         "Volcano Queue h: spec.weight: 0 must be a whole number from 1 to 2147483647",
         'Volcano Queue i: spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution: ["a", "b"] '
         "must name one node group: a yuniplace pool is one node selector",

@@ -487,6 +487,7 @@ class Decision:
             for other in self._apps.values()
             if other.state in IN_FLIGHT
             and not other.native
+            and not other.spec.disrupted_by_kube_scheduler
             and other.key not in self._reclaiming
             and other.key not in self._spared
             and other.queue in self._queues.queues

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
-from yuniplace.admission.tickets import Refused
+from yuniplace.admission.tickets import LeftToKubeScheduler, Refused
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.fit import PODS, Constraints, Need, Room, amounts
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
@@ -52,8 +51,8 @@ class App:
     held: Amounts = field(default_factory=dict)  # what its pods take on nodes (placeholders and members)
     running: bool = False  # it started (a member is seated): taking its room back means evicting it
     reserving_since: float | None = None  # when its reservation began: the newest is taken back first
-    # Kubernetes' own gang (the Workload API): counted where it holds room and about to take it, never
-    # decided and never evicted, since kube-scheduler, not yuniplace, starts it.
+    # Kubernetes' own gang (the Workload API) yuniplace does not hold: counted where it holds room and
+    # about to take it, never decided and never evicted, since kube-scheduler alone starts it.
     native: bool = False
     user: UserInfo = NOBODY  # who submitted it (the webhook's record), for the limits of users and groups
     # The topology domains its reservation was given (its record's, or the ticket's just granted): its
@@ -153,7 +152,9 @@ class Snapshot:
     now: float
     config: QueueConfig
     apps: Mapping[p.AppKey, App]  # the candidates: waiting to reserve, or holding room
-    refused: Mapping[p.AppKey, Refused]  # applications that cannot be read, or that no queue takes
+    # Applications that cannot be read or that no queue takes, and native gangs no queue holds: their
+    # tickets are these.
+    refused: Mapping[p.AppKey, Refused | LeftToKubeScheduler]
     room: RoomView
     empty: Room  # every node's whole allocatable room, as if nothing ran
     pods: Mapping[p.AppKey, Sequence[str]] = field(default_factory=dict)  # each application's pods (uids)
@@ -211,7 +212,7 @@ class Sources:
         view = self.room.view()
         config = placing.config
         apps: dict[p.AppKey, App] = {}
-        refused: dict[p.AppKey, Refused] = {}
+        refused: dict[p.AppKey, Refused | LeftToKubeScheduler] = {}
         pods_of: dict[p.AppKey, Sequence[str]] = {}
         applications = self.store.keys()
         for key in applications:
@@ -231,7 +232,7 @@ class Sources:
                     Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
                 )
                 continue
-            if isinstance(app, Refused):
+            if isinstance(app, (Refused, LeftToKubeScheduler)):
                 refused[key] = app
             elif app is not None:
                 apps[key] = app
@@ -255,16 +256,17 @@ class Sources:
 
     def _app(
         self, key: p.AppKey, pods: Sequence[p.Pod], view: RoomView, now: float, placing: Placing
-    ) -> App | Refused | None:
+    ) -> App | Refused | LeftToKubeScheduler | None:
         """The application as admission sees it; None when it is no candidate (nothing to reserve, or
         nothing left to decide: its annotations cannot be read, which its own reconcile reports);
-        Refused when no queue takes it."""
+        Refused when no queue takes it; LeftToKubeScheduler for a native gang its queue does not hold."""
         app = self.store.application(key, self.pod_group_of(key), self.limits)
         originator, record, spec = app.originator, app.record, app.spec
         if originator is None or spec is None or p.is_terminal(originator):
             return None
-        # kube-scheduler places a native gang as soon as its pods exist: in flight from the start.
-        native = started_by_kube_scheduler([originator])
+        # kube-scheduler places a native gang yuniplace does not hold as soon as its pods exist: in flight
+        # from the start.
+        native = app.left_to_kube_scheduler
         state = AppState.RUNNING if native else record.state
         if state not in IN_FLIGHT and state != AppState.PENDING:
             return None
@@ -272,6 +274,16 @@ class Sources:
         if isinstance(queue, Refused):
             return queue
         config = placing.config
+        if spec.native and not native and state == AppState.PENDING:
+            placed_in = config.queues.get(queue)
+            if placed_in is None:
+                return LeftToKubeScheduler(
+                    "no queue configuration holds it: yuniplace admits native gangs in configured queues"
+                )
+            if not placed_in.native_gangs:
+                return LeftToKubeScheduler(
+                    f"queue {queue} leaves native gangs to kube-scheduler (yuniplace.io/native-gangs: false)"
+                )
         # A swap deletes a placeholder before it releases the member taking its room. Counted as
         # the room sees them (not as the store does, which learns of writes sooner), a member
         # between the two still needs room, so the room its placeholder left never looks free.

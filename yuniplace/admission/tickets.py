@@ -49,10 +49,19 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class LeftToKubeScheduler:
+    """A native gang (the Workload API) its queue does not hold: no queue configuration places it, or
+    its queue leaves native gangs to kube-scheduler. Its gates come off and kube-scheduler's gang plugin
+    alone starts it, as if yuniplace had never held it; `message` says why."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Undecided:
     """Admission has not decided about the application yet (it is new, or changed after the last cycle
     read it): its next cycle will, and wakes it. Nothing about the application changes meanwhile, its
     queue clock included."""
 
 
-Ticket = Granted | Waiting | Refused | Undecided
+Ticket = Granted | Waiting | Refused | LeftToKubeScheduler | Undecided

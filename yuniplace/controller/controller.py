@@ -23,7 +23,6 @@ from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import pods as p
 from yuniplace.gang import watched
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects.registry import started_by_kube_scheduler
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
@@ -251,7 +250,7 @@ class Controller:
         with self._lock:
             self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
         app = self._application(key)
-        if app.originator is not None and started_by_kube_scheduler([app.originator]):
+        if app.originator is not None and app.left_to_kube_scheduler:
             plan = self._observe_native(key, app)
             self._record(key, app, plan)
             return plan

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from yuniplace.admission.tickets import Granted, Refused, Ticket, Undecided, Waiting
+from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Refused, Ticket, Undecided, Waiting
 from yuniplace.controller.plan import (
     Event,
     Failure,
@@ -31,7 +31,7 @@ from yuniplace.controller.podgroupstatus import pod_group_status
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
-from yuniplace.gang.dialects.registry import pod_group_api
+from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.resources import (
     format_quantity,
@@ -198,6 +198,18 @@ class Planner:
             plan.forget = not app.placeholders
             plan.state = AppState.COMPLETED if plan.forget else AppState.PENDING
             return
+        dialect = dialect_of(gated[0])
+        native = dialect is not None and dialect.started_by_kube_scheduler
+        if native and app.pod_group is not None:
+            # A native pod group under the basic policy is no gang: nothing to hold its pods for.
+            plan.ungate += gated
+            self._event(
+                gated[0],
+                Reason.NATIVE_GANG,
+                f"pod group {app.key.app_id} has no gang policy (no minCount): kube-scheduler schedules its pods one "
+                "by one; its gates come off",
+            )
+            return
         timeout_s = self.settings.limits.default_timeout_s
         expires = min(p.created_at(m) for m in gated) + timeout_s
         if self.now < expires:
@@ -205,7 +217,12 @@ class Planner:
             return
         api = pod_group_api(gated)
         tasks = api.missing_tasks(app.pod_group, app.members) if api is not None and app.pod_group is not None else []
-        if api is not None and app.pod_group is None:
+        if native and dialect is not None:
+            missing = (
+                f"{dialect.named_by(gated[0])} names no pod group {app.key.app_id} of the Workload API in this "
+                "namespace (kube-scheduler keeps such a pod unschedulable until it is created)"
+            )
+        elif api is not None and app.pod_group is None:
             missing = f"{api.named_by} names no PodGroup {app.key.app_id} of this namespace"
         elif tasks:  # e.g. a Volcano PodGroup's minTaskMember names tasks that have no pod
             missing = f"no pod of task(s) {', '.join(tasks)} of PodGroup {app.key.app_id} exists"
@@ -553,7 +570,8 @@ class Planner:
         if spec.starts_when_all_exist is None or any(p.node_name(m) for m in app.members):
             return 0
         deadline = app.reservation_deadline()
-        yunikorn_style = spec.policy.on_timeout in (OnTimeout.SOFT, OnTimeout.HARD)
+        # (A native gang's members never start in part: kube-scheduler's gang plugin waits for them all.)
+        yunikorn_style = spec.policy.on_timeout in (OnTimeout.SOFT, OnTimeout.HARD) and not spec.native
         if yunikorn_style and deadline is not None and self.now >= deadline:
             return 0
         live = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
@@ -597,6 +615,9 @@ class Planner:
             return False
         if isinstance(ticket, Refused):
             self._reject(ticket.reason, ticket.message)
+            return False
+        if spec.native and (ticket is None or isinstance(ticket, LeftToKubeScheduler)):
+            self._leave_to_kube_scheduler(ticket.message if ticket is not None else "admission is off")
             return False
         if isinstance(ticket, Waiting):
             self._wait(ticket, deadline)
@@ -668,6 +689,17 @@ class Planner:
         plan.state = AppState.RESERVED
         plan.outcomes.append(Outcome.STARTED_DIRECTLY)
         plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(self.now)
+        if spec.native:
+            # kube-scheduler's gang plugin binds the group in one cycle once every gate is off: nothing to
+            # steer, and a preference for a seat would only narrow its choice.
+            plan.ungate += [member for group in members.values() for member in group]
+            self._event(
+                self.originator,
+                Reason.GANG_STARTING,
+                f"all {spec.min_members} pods exist and its queue admits the whole gang{where}: lifting their "
+                f"gates together; {spec.starts_when_all_exist} binds them all or none",
+            )
+            return
         nodes: set[str] = set()
         for group in spec.groups:
             seats = list(ticket.seats_of(group.name))
@@ -683,6 +715,17 @@ class Planner:
             Reason.GANG_STARTING,
             f"all {spec.min_members} pods exist and the whole gang fits now: starting them on {len(nodes)} node(s) "
             f"admission chose{where}, without placeholders",
+        )
+
+    def _leave_to_kube_scheduler(self, why: str) -> None:
+        """A native gang its queue does not hold: its gates come off with no record written, so from
+        then on it is kube-scheduler's alone, as one never gated is, and yuniplace only counts it."""
+        self.plan_.ungate += self.app.gated_members()
+        self._event(
+            self.originator,
+            Reason.NATIVE_GANG,
+            f"native gang {self.app.key.app_id}: {why}; its gates come off and {self.spec.starts_when_all_exist} alone "
+            "binds it all or nothing",
         )
 
     def _wait(self, ticket: Waiting, deadline: float | None) -> None:
@@ -809,12 +852,16 @@ class Planner:
             return
         if missing and deadline is not None and self.now >= deadline:
             spec = self.spec
-            self._retry(
-                Reason.GANG_RESERVATION_RELEASED,
+            summary = (
                 f"{missing} of its {spec.min_members} pods still do not exist after {spec.policy.timeout_s}s, and "
-                f"{spec.starts_when_all_exist} starts a gang only once all exist: giving its reservation back",
-                restart_clock=True,
+                f"{spec.starts_when_all_exist} starts a gang only once all exist"
             )
+            if spec.native:
+                self._time_out(summary)  # its style's rule: tried again later (Soft), or failed (Hard)
+            else:
+                self._retry(
+                    Reason.GANG_RESERVATION_RELEASED, f"{summary}: giving its reservation back", restart_clock=True
+                )
             return
         for group in [] if missing else self.spec.groups:
             placed = [ph for ph in live if app.group_of(ph) == group.name and p.node_name(ph)]

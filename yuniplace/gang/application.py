@@ -16,7 +16,7 @@ from typing import Any
 
 from yuniplace.gang import keys, topology
 from yuniplace.gang import pods as p
-from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
+from yuniplace.gang.dialects.registry import dialect_of, pod_group_api, started_by_kube_scheduler
 from yuniplace.gang.record import Record, read_record, state_of
 from yuniplace.gang.resources import Resources, format_quantity, pod_requests, quantities, shortfalls
 from yuniplace.gang.state import AppState
@@ -218,10 +218,24 @@ class Application:
 
     @property
     def priority(self) -> int:
-        """Its pods' priority (the originator's, as the priority admission controller set it)."""
+        """The gang's own priority where its dialect states one (a native PodGroup's), else its pods'
+        (the originator's, as the priority admission controller set it)."""
         assert self.originator is not None
+        if self.spec is not None and self.spec.priority is not None:
+            return self.spec.priority
         value = self.originator.get("spec", {}).get("priority")
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    @property
+    def left_to_kube_scheduler(self) -> bool:
+        """A native gang (the Workload API) yuniplace does not hold: none of its pods was gated (their
+        namespace opts out, or they came before yuniplace held native gangs) and it carries no record, so
+        kube-scheduler's gang plugin alone starts it and yuniplace only counts it. One yuniplace holds,
+        or held, is admitted and followed like any gang."""
+        first = self.originator or (self.members[0] if self.members else None)
+        if first is None or not started_by_kube_scheduler([first]):
+            return False
+        return not self.gated_members() and not self.record.kept
 
     @property
     def arrival(self) -> tuple[float, str]:

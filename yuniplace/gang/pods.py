@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from yuniplace.gang import keys
 from yuniplace.gang.dialects.base import GangDialect
+from yuniplace.gang.dialects.base import is_gated as is_gated  # held by yuniplace: one home, for the dialects too
 from yuniplace.gang.dialects.registry import dialect_of
 
 Pod = dict[str, Any]
@@ -141,10 +142,6 @@ def queue(pod: Mapping[str, Any]) -> str:
 
 def service_account(pod: Mapping[str, Any]) -> str | None:
     return pod.get("spec", {}).get("serviceAccountName") or None
-
-
-def is_gated(pod: Mapping[str, Any]) -> bool:
-    return any(g.get("name") == keys.GATE for g in pod.get("spec", {}).get("schedulingGates") or [])
 
 
 def is_held(pod: Mapping[str, Any]) -> bool:

@@ -159,6 +159,16 @@ class GangSpec:
     # "N pods like these" is read: its groups change as members arrive (those yet to come are reserved
     # as large as the largest seen), so a member may take any placeholder of the gang that holds it.
     groups_by_shape: bool = False
+    # Kubernetes' own gang (the Workload API), held by yuniplace until its queue admits it: its gates
+    # then come off together and kube-scheduler's gang plugin binds it all or nothing, so nothing is
+    # steered to a node (members yet to come are still reserved with placeholders).
+    native: bool = False
+    # The gang's own priority where its dialect states one (a native PodGroup's spec.priority, which
+    # kube-scheduler orders the group by); None: its pods' priority.
+    priority: int | None = None
+    # kube-scheduler's workload-aware preemption disrupts it, whole (a native PodGroup's disruptionMode
+    # all): yuniplace never takes it as a victim of a reclaim.
+    disrupted_by_kube_scheduler: bool = False
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)

@@ -16,7 +16,7 @@ The API changed shape with every release, and each shape is read as it is served
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 GROUP = "scheduling.k8s.io"
@@ -55,13 +55,26 @@ class NativeGroup:
     name: str  # the group's name as its pods name it (a Workload's group: "<workload>/<pod group>")
     min_count: int | None  # the gang minimum; None for a group under the basic (non-gang) policy
     described_by: str  # what says so, for messages: "PodGroup x" or "Workload w, pod group g"
+    # The describing object's annotations: the gang's timeout and style, where its user set them there.
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    # The group's own priority (1.37's PodGroup spec.priority, which kube-scheduler orders the group by):
+    # None where the object has none, and its pods' priority counts.
+    priority: int | None = None
+    # Whether kube-scheduler disrupts the group only as a whole (1.37's spec.disruptionMode.all): its
+    # workload-aware preemption then manages it.
+    disrupted_whole: bool = False
 
     def as_object(self) -> dict[str, Any]:
         """The group as a plain object, the way the other dialects' PodGroups reach the gang readers."""
         return {
             "kind": "NativeGroup",
-            "metadata": {"name": self.name},
-            "spec": {"minCount": self.min_count, "describedBy": self.described_by},
+            "metadata": {"name": self.name, "annotations": dict(self.annotations)},
+            "spec": {
+                "minCount": self.min_count,
+                "describedBy": self.described_by,
+                "priority": self.priority,
+                "disruptedWhole": self.disrupted_whole,
+            },
         }
 
 
@@ -73,10 +86,29 @@ def _gang_minimum(policy: Any) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
+def _annotations(metadata: Mapping[str, Any]) -> dict[str, str]:
+    notes = metadata.get("annotations")
+    if not isinstance(notes, Mapping):
+        return {}
+    return {str(key): value for key, value in notes.items() if isinstance(value, str)}
+
+
+def _priority(spec: Mapping[str, Any]) -> int | None:
+    value = spec.get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _disrupted_whole(spec: Mapping[str, Any]) -> bool:
+    mode = spec.get("disruptionMode")
+    return isinstance(mode, Mapping) and mode.get("all") is not None
+
+
 def groups_described(obj: Mapping[str, Any]) -> list[NativeGroup]:
     """Every native pod group an object of the API describes: a PodGroup describes itself, a 1.35
     Workload each of its pod groups (their pods may carry a replica key; `lookup` finds those)."""
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    metadata = obj.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    notes = _annotations(metadata)
     spec = obj.get("spec") or {}
     if obj.get("kind") == "Workload" or "podGroups" in spec:
         found = []
@@ -87,10 +119,20 @@ def groups_described(obj: Mapping[str, Any]) -> list[NativeGroup]:
                         f"{name}/{group['name']}",
                         _gang_minimum(group.get("policy")),
                         f"Workload {name}, pod group {group['name']}",
+                        notes,
                     )
                 )
         return found
-    return [NativeGroup(name, _gang_minimum(spec.get("schedulingPolicy")), f"PodGroup {name}")]
+    return [
+        NativeGroup(
+            name,
+            _gang_minimum(spec.get("schedulingPolicy")),
+            f"PodGroup {name}",
+            notes,
+            _priority(spec),
+            _disrupted_whole(spec),
+        )
+    ]
 
 
 def lookup(groups: Mapping[str, NativeGroup], name: str) -> NativeGroup | None:
@@ -102,19 +144,28 @@ def lookup(groups: Mapping[str, NativeGroup], name: str) -> NativeGroup | None:
     return found
 
 
-def manifests(served: ServedVersion, name: str, min_count: int) -> list[tuple[str, dict[str, Any]]]:
+def manifests(
+    served: ServedVersion,
+    name: str,
+    min_count: int,
+    annotations: Mapping[str, str] | None = None,
+    priority_class_name: str | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
     """The objects that make a native gang `name` of `min_count` in this version of the API, as
     (resource, object) to create in its namespace in that order: a Workload of one pod group "workers"
-    (v1alpha1), a Workload and the PodGroup made from its template (v1alpha2), or a PodGroup alone."""
+    (v1alpha1), a Workload and the PodGroup made from its template (v1alpha2), or a PodGroup alone.
+    `annotations` go on the object that describes the group (the Workload on 1.35, else the PodGroup);
+    `priority_class_name` on a v1beta1 PodGroup, the first version with a priority of its own."""
     gang = {"gang": {"minCount": min_count}}
     api_version = f"{GROUP}/{served.version}"
+    described: dict[str, Any] = {"name": name, **({"annotations": dict(annotations)} if annotations else {})}
     if served.resource == "workloads":
         spec: dict[str, Any] = {"podGroups": [{"name": "workers", "policy": gang}]}
-        return [
-            ("workloads", {"apiVersion": api_version, "kind": "Workload", "metadata": {"name": name}, "spec": spec})
-        ]
+        return [("workloads", {"apiVersion": api_version, "kind": "Workload", "metadata": described, "spec": spec})]
     objects: list[tuple[str, dict[str, Any]]] = []
     pod_group: dict[str, Any] = {"schedulingPolicy": gang}
+    if priority_class_name and served.version == "v1beta1":
+        pod_group["priorityClassName"] = priority_class_name
     if served.version == "v1alpha2":
         template = {"name": "workers", "schedulingPolicy": gang}
         workload = {"podGroupTemplates": [template]}
@@ -122,7 +173,7 @@ def manifests(served: ServedVersion, name: str, min_count: int) -> list[tuple[st
             ("workloads", {"apiVersion": api_version, "kind": "Workload", "metadata": {"name": name}, "spec": workload})
         )
         pod_group["podGroupTemplateRef"] = {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}}
-    pod_group_object = {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name}, "spec": pod_group}
+    pod_group_object = {"apiVersion": api_version, "kind": "PodGroup", "metadata": described, "spec": pod_group}
     return [*objects, ("podgroups", pod_group_object)]
 
 

@@ -90,6 +90,9 @@ class QueueSpec:
     # pool); `home_nodes` names the latter, as labels cannot.
     owns_the_rest: bool = False
     home_nodes: tuple[str, ...] = ()
+    # yuniplace admits Kubernetes' own gangs (the Workload API) placed in it; False leaves them to
+    # kube-scheduler's gang plugin alone.
+    native_gangs: bool = True
 
     @property
     def parent(self) -> str | None:

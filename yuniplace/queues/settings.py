@@ -194,6 +194,16 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         QueueSpec,
+        "native_gangs",
+        "yuniplace holds Kubernetes' own gangs (the Workload API) placed in it until it admits them (default "
+        "true); `false` leaves them to kube-scheduler's gang plugin alone",
+        (SNAPSHOT,),
+        yunikorn=(Spelling("properties.yuniplace.io/native-gangs", values.switch),),
+        volcano=(Spelling("metadata.annotations.yuniplace.io/native-gangs", values.switch),),
+        inherits=True,
+    ),
+    Setting(
+        QueueSpec,
         "ordering",
         "the order of its line after priority: `fifo` by arrival, `fair` the application using least first",
         (LINE,),

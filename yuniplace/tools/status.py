@@ -64,7 +64,7 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     originator = app.originator
     if originator is None:
         return None
-    if started_by_kube_scheduler([originator]):
+    if app.left_to_kube_scheduler:
         return describe_native(app, originator)
     record = app.record
     row: dict[str, Any] = {

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from yuniplace.gang import keys
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits, Problem
 
@@ -26,6 +27,12 @@ def annotations_of(pod: Pod) -> Mapping[str, str]:
 
 def labels_of(pod: Pod) -> Mapping[str, str]:
     return pod.get("metadata", {}).get("labels") or {}
+
+
+def is_gated(pod: Pod) -> bool:
+    """Whether yuniplace's scheduling gate holds the pod (a dialect may read a gang differently once
+    yuniplace holds it)."""
+    return any(g.get("name") == keys.GATE for g in pod.get("spec", {}).get("schedulingGates") or [])
 
 
 @dataclass(frozen=True)

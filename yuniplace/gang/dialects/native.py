@@ -1,22 +1,34 @@
 """Kubernetes' own gangs (KEP-4671, the Workload API), as a dialect: a pod of a native pod group is
-kube-scheduler's gang whatever else it carries, one task group of its group's minimum shaped like the
-pod.
+kube-scheduler's gang whatever else it carries, one task group of its group's minimum per role and
+shape of its members.
 
-kube-scheduler's gang plugin binds these gangs all or nothing by itself, so yuniplace never gates,
-placeholds or swaps their pods. It reads them only to see them: a native gang counts in its queue and
-in the room admission gives out, and `yuniplace status` and the events tell about it. The objects that
-describe the groups are read in kube/workloadapi.py; they reach `spec` as `NativeGroup.as_object()`.
+kube-scheduler's gang plugin binds these gangs all or nothing by itself, but it has no queue, no
+timeout and no room for members yet to come. Where yuniplace's webhook gated their pods (it holds
+them unless their namespace opts out), a native gang waits for its queue like any gang: once admitted,
+its gates come off together and the gang plugin binds it, and members yet to come are reserved with
+placeholders meanwhile. A timeout under the Soft style gives the admission back and tries again
+after a backoff (released into normal scheduling the gang would only wait in kube-scheduler, unseen
+by its queue); Hard fails it. Its timeout and style may be set on the object that describes the
+group, as on any gang's pod (yunikorn.apache.org/schedulingPolicyParameters), the pod's own winning.
+A gang whose pods were never gated stays kube-scheduler's alone, as before: yuniplace only counts it.
+The objects that describe the groups are read in kube/workloadapi.py; they reach `spec` as
+`NativeGroup.as_object()`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from yuniplace.gang.dialects.base import Pod, PodGroup
+from yuniplace.gang import keys
+from yuniplace.gang.dialects.base import Pod, PodGroup, is_gated
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
 from yuniplace.gang.podshape import whole_number
-from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, Problem
+from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, OnTimeout, Problem, policy_of
+
+# Who starts a native gang's members, and only once its whole minimum of pods exists.
+GANG_PLUGIN = "kube-scheduler's gang plugin"
 
 
 def group_of(pod: Mapping[str, Any]) -> str | None:
@@ -58,8 +70,12 @@ class Native(PodsLikeThese):
         return named_by(pod)
 
     def readable(self, pod_group: PodGroup | None, members: Sequence[Pod]) -> bool:
-        """A group under the basic policy (no minimum) is no gang at all."""
-        return pod_group is None or (pod_group.get("spec") or {}).get("minCount") is not None
+        """A group under the basic policy (no minimum) is no gang at all. Held members wait for a group
+        not seen yet (its object may be created after them, or seen a moment later), as kube-scheduler
+        keeps them unschedulable until it exists; pods never held are told at once that it is missing."""
+        if pod_group is None:
+            return not any(is_gated(member) for member in members)
+        return (pod_group.get("spec") or {}).get("minCount") is not None
 
     def spec(self, pod: Pod, pod_group: PodGroup | None, members: Sequence[Pod], limits: Limits) -> GangSpec:
         if pod_group is None:
@@ -69,11 +85,41 @@ class Native(PodsLikeThese):
             )
             raise InvalidGang([Problem(named_by(pod), group_of(pod), missing)])
         spec = pod_group.get("spec") or {}
-        stated = StatedGang(counted_by=f"{spec.get('describedBy')} gang minCount")
+        described_by = str(spec.get("describedBy"))
+        stated = StatedGang(counted_by=f"{described_by} gang minCount")
         stated.min_member = whole_number(
             spec.get("minCount"), stated.counted_by, stated.problems, most=most_members(limits)
         )
-        return gang_spec(pod, stated, self.title, limits, members)
+        notes = (pod_group.get("metadata") or {}).get("annotations") or {}
+        _group_policy(notes.get(keys.SCHEDULING_POLICY_PARAMETERS), described_by, stated, limits)
+        gang = gang_spec(pod, stated, self.title, limits, members)
+        rule = gang.policy.on_timeout
+        priority = spec.get("priority")
+        return dataclasses.replace(
+            gang,
+            policy=dataclasses.replace(gang.policy, dialect_rule=OnTimeout.RETRY if rule == OnTimeout.SOFT else rule),
+            starts_when_all_exist=GANG_PLUGIN,
+            native=True,
+            priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+            disrupted_by_kube_scheduler=spec.get("disruptedWhole") is True,
+        )
+
+
+def _group_policy(text: str | None, described_by: str, stated: StatedGang, limits: Limits) -> None:
+    """The timeout and style the group's object states (its schedulingPolicyParameters annotation), as
+    the gang's own, which a member's annotation overrides; problems are named as the object's."""
+    if text is None:
+        return
+    problems: list[Problem] = []
+    policy = policy_of(text, limits, problems)
+    stated.problems += [
+        Problem(f"{described_by}: {problem.field}", problem.value, problem.expected) for problem in problems
+    ]
+    said = {item.partition("=")[0] for item in text.split()}
+    if "placeholderTimeoutInSeconds" in said:
+        stated.timeout_s = policy.timeout_s
+    if "gangSchedulingStyle" in said:
+        stated.on_timeout = OnTimeout(policy.style.value)
 
 
 DIALECT = Native()
