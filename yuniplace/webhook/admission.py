@@ -78,29 +78,31 @@ def _pod(
     return pod if isinstance(pod, dict) else None
 
 
-def is_gang_pod(pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS) -> bool:
+def is_gang_pod(
+    pod: Mapping[str, Any], schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS, *, hold_native: bool = False
+) -> bool:
     """A pod yuniplace must hold back: a real pod of a gang in any dialect it reads (YuniKorn's task
     groups or task-group name, Coscheduling labels, Koordinator annotations, a PodGroup label,
     Volcano's group-name annotation), meant for a scheduler yuniplace works with (a pod for YuniKorn's
-    or Volcano's own scheduler is that scheduler's business). A pod of a native pod group never is:
-    kube-scheduler gangs it itself."""
+    or Volcano's own scheduler is that scheduler's business). A pod of a native pod group is one only
+    where native gangs are held (`hold_native`: the request came through the webhook for them, which
+    namespaces may opt out of); elsewhere kube-scheduler gangs it alone."""
     if p.is_placeholder(pod) or p.scheduler_name(pod) not in schedulers:
         return False
     dialect = dialect_of(pod)
-    return dialect is not None and not dialect.started_by_kube_scheduler
+    return dialect is not None and (hold_native or not dialect.started_by_kube_scheduler)
 
 
 def native_warnings(pod: Mapping[str, Any]) -> list[str]:
     """What a pod of a native pod group that also describes a gang in another dialect is told: its
-    gang is kube-scheduler's, and the other one is ignored."""
+    gang is the native one, and the other is ignored."""
     also = ignored_dialect(pod)
     dialect = dialect_of(pod)
     if also is None or dialect is None:
         return []
     return [
         f"yuniplace: this pod belongs to native pod group {dialect.gang_name(pod)} ({dialect.named_by(pod)}), which "
-        f"kube-scheduler gang-schedules itself; its {also.title} gang annotations or labels are ignored and the pod "
-        "is neither gated nor given placeholders"
+        f"kube-scheduler gang-schedules itself; its {also.title} gang annotations or labels are ignored"
     ]
 
 
@@ -176,9 +178,11 @@ def mutate(
     rewrite_scheduler_name: Rewrite = False,
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
     trust: Trust = DEFAULT_TRUST,
+    hold_native: bool = False,
 ) -> dict[str, Any]:
     """Gate a gang pod and record who created it; record who created a gang workload on its pod
-    template; rewrite the schedulerName of a scheduler whose pods are taken over when asked."""
+    template; rewrite the schedulerName of a scheduler whose pods are taken over when asked. Pods of
+    native pod groups are gang pods only with `hold_native` (the webhook for them)."""
     request = review.get("request") or {}
     kind = request.get("kind") or {}
     path = identity.TEMPLATES.get((str(kind.get("group")), str(kind.get("kind"))))
@@ -193,8 +197,9 @@ def mutate(
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
         pod = rewritten
     spec = pod.get("spec") or {}
-    warnings = native_warnings(pod)
-    if is_gang_pod(pod, schedulers):
+    # Told once, by the webhook every gang pod goes through, whether or not native gangs are held.
+    warnings = [] if hold_native else native_warnings(pod)
+    if is_gang_pod(pod, schedulers, hold_native=hold_native):
         # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
         if not spec.get("nodeName"):
             gates = spec.get("schedulingGates")

@@ -120,6 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("webhook %s", format % args)
 
 
+NATIVE_GANGS_PATH = "/mutate-native-gangs"
+
+
 def serve(
     address: str,
     cert_file: str,
@@ -140,6 +143,15 @@ def serve(
             rewrite_scheduler_name=rewrite,
             schedulers=schedulers,
             trust=trust,
+        ),
+        # The same for pods of Kubernetes' own pod groups, which are held only where the webhook for
+        # them is registered (the chart's leaves out namespaces that opt out).
+        NATIVE_GANGS_PATH: lambda review: admission.mutate(
+            review,
+            rewrite_scheduler_name=rewrite,
+            schedulers=schedulers,
+            trust=trust,
+            hold_native=True,
         ),
         "/validate": lambda review: admission.validate(review, limits, schedulers, trust),
     }

@@ -392,6 +392,15 @@ Pods never sent to the webhooks: placeholders (labelled yuniplace.io/placeholder
 outside the watched scope.
 */}}
 {{- define "yuniplace.webhookSelectors" -}}
+{{- include "yuniplace.webhookSelectorsExcept" (list . list) }}
+{{- end }}
+
+{{/*
+The selectors of a webhook, with more matchExpressions on namespaces; call with (list . expressions).
+*/}}
+{{- define "yuniplace.webhookSelectorsExcept" -}}
+{{- $extra := index . 1 -}}
+{{- with index . 0 -}}
 namespaceSelector:
   {{- with .Values.webhook.namespaceSelector.matchLabels }}
   matchLabels:
@@ -414,12 +423,16 @@ namespaceSelector:
     {{- with .Values.webhook.namespaceSelector.matchExpressions }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+    {{- with $extra }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 objectSelector:
   matchExpressions:
     # Exactly what the controller takes for a placeholder: any other value is an ordinary pod's label.
     - key: yuniplace.io/placeholder
       operator: NotIn
       values: ["true"]
+{{- end }}
 {{- end }}
 
 {{/*
