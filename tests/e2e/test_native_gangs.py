@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.builders import queues_yaml
-from tests.e2e.conftest import kubernetes_version, skip_without_go
+from tests.e2e.conftest import SIDE_LOGS, kubernetes_version, skip_without_go
 from tests.e2e.support import (
     Cluster,
     ControllerProcess,
@@ -62,22 +63,28 @@ def native_cluster() -> Iterator[Cluster]:
 
 @pytest.fixture
 def native_namespace(native_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = request.node.name.replace("_", "-")[:50].rstrip("-").lower()
+    # Unique: a parametrized test's next case must not wait for the last one's namespace to go.
+    name = f"{request.node.name.replace('_', '-')[:43].rstrip('-').lower()}-{uuid.uuid4().hex[:6]}"
+    name = "".join(c for c in name if c.isalnum() or c == "-")
     native_cluster.local.create_namespace(name)
     yield name
     native_cluster.client.delete(f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture
-def native_controller(native_cluster: Cluster, native_namespace: str, tmp_path: Path) -> Iterator[ControllerProcess]:
+def native_controller(
+    native_cluster: Cluster, native_namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[ControllerProcess]:
     """yuniplace installed by its chart (its RBAC, its webhook, which the apiserver calls for the test's
-    namespace) and run with the chart's ServiceAccount, managing every namespace with the test's queues."""
+    namespace) and run with the chart's ServiceAccount, managing every namespace with the test's queues;
+    its log is shown when the test fails."""
     queues = {
         "queues.configMap": "queues",
         "queues.configMapNamespace": native_namespace,
         "extraArgs[0]": f"--queues-configmap={native_namespace}/queues",
     }
     with chart_installed(native_cluster, native_namespace, tmp_path, queues) as controller:
+        request.node.stash[SIDE_LOGS] = [("controller", controller.log_path)]
         wait_until(lambda: "became leader" in controller.log_path.read_text(), WAIT_S)
         yield controller
 
@@ -88,15 +95,27 @@ def served(cluster: Cluster) -> workloadapi.ServedVersion:
     return version
 
 
-def native_group(cluster: Cluster, namespace: str, name: str, min_count: int) -> Callable[[Pod], Pod]:
+def native_group(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    min_count: int,
+    policy: str | None = None,
+    priority_class: str | None = None,
+) -> Callable[[Pod], Pod]:
     """Create a native pod group of `min_count` as the cluster's version of the API has it (1.35: a
-    Workload; 1.36: a Workload and a PodGroup; 1.37: a PodGroup); return what makes a pod its member."""
+    Workload; 1.36: a Workload and a PodGroup; 1.37: a PodGroup), with the scheduling `policy`
+    (schedulingPolicyParameters) and the priority class on the object that describes it; return what
+    makes a pod its member (and gives the pod that priority class too)."""
     version = served(cluster)
-    for resource, body in workloadapi.manifests(version, name, min_count):
+    notes = {keys.SCHEDULING_POLICY_PARAMETERS: policy} if policy else None
+    for resource, body in workloadapi.manifests(version, name, min_count, notes, priority_class):
         cluster.client.create(f"{version.api}/namespaces/{namespace}/{resource}", body)
 
     def member(pod: Pod) -> Pod:
         pod["spec"].update(workloadapi.member_spec(version, name))
+        if priority_class:
+            pod["spec"]["priorityClassName"] = priority_class
         return pod
 
     return member
@@ -125,99 +144,337 @@ def status(cluster: Cluster, *args: str) -> Any:
     return json.loads(result.stdout)
 
 
-def test_a_native_gang_and_a_yunikorn_gang_share_a_queue_each_started_whole_once(
+def native_pods(
+    cluster: Cluster,
+    namespace: str,
+    member: Callable[[Pod], Pod],
+    app: str,
+    count: int,
+    *,
+    cpu: str = "1",
+    first: int = 0,
+) -> list[str]:
+    """`count` bare pods of the native group `member` makes them part of, in queue root.shared,
+    created ungated as a Job controller creates them (the chart's webhook gates them)."""
+    names = [f"{app}-{i}" for i in range(first, first + count)]
+    for name in names:
+        pod = member(make_pod(name, cpu=cpu, memory="1Gi", labels=QUEUE))
+        cluster.create_pod(namespace, pod)
+    return names
+
+
+class Whole:
+    """Watches gangs' pods through a recorder: a gang starts in part if one of its pods is bound while
+    another is still held by yuniplace's gate, or bound while one of its pods has not been created."""
+
+    def __init__(self, recorder: NamespaceRecorder, gangs: dict[str, int]) -> None:
+        self._gangs = gangs  # gang name -> its minimum of pods
+        self._seen: dict[str, Pod] = {}
+        self.partial: list[str] = []
+        recorder.callbacks.append(self._saw)
+
+    def _saw(self, pod: Pod) -> None:
+        name = pod["metadata"]["name"]
+        gang = name.rpartition("-")[0]
+        if gang not in self._gangs:
+            return
+        self._seen[name] = pod
+        members = [seen for n, seen in self._seen.items() if n.rpartition("-")[0] == gang]
+        bound_now = [m["metadata"]["name"] for m in members if is_bound(m)]
+        held = [m["metadata"]["name"] for m in members if keys.GATE in gates_of(m)]
+        if bound_now and (held or len(members) < self._gangs[gang]):
+            self.partial.append(
+                f"{gang}: {bound_now} bound while {held} held, {len(members)} of {self._gangs[gang]} exist"
+            )
+
+
+def gates_of(pod: Pod) -> list[str]:
+    return [g.get("name", "") for g in pod["spec"].get("schedulingGates") or []]
+
+
+def held_throughout(cluster: Cluster, namespace: str, names: list[str]) -> None:
+    """Each pod is held by the gate, and none is bound."""
+    for name in names:
+        pod = cluster.wait_pod(namespace, name, lambda pod: keys.GATE in gates_of(pod))
+        assert not is_bound(pod), pod
+
+
+def delete_pods(cluster: Cluster, namespace: str, names: list[str]) -> None:
+    for name in names:
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", {"gracePeriodSeconds": 0})
+
+
+def test_a_native_gang_waits_for_its_queue_and_starts_whole_through_the_gang_plugin(
     native_cluster: Cluster,
     native_namespace: str,
     native_controller: ControllerProcess,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """Queue root.shared may hold 8 CPUs; yuniplace runs as its chart installs it (RBAC, webhook). A
-    native pod group of 4 × 1 CPU, whose pods also carry YuniKorn's annotations, starts whole through
-    kube-scheduler's gang plugin, never gated nor placeheld; a YuniKorn gang of 4 × 1 CPU in the same
-    queue is gated by the webhook and started by yuniplace (directly, on the seats admission gave it:
-    all its pods exist and fit). A third gang of 2 then waits for the queue's max,
-    which the native gang counts against although the cluster has 8 CPUs free, and starts once the
-    native gang is gone."""
+    """Queue root.shared may hold 4 CPUs; the cluster has 16. Native gang A (4 × 1 CPU) is gated by the
+    chart's webhook, admitted, and its gates come off together: kube-scheduler's gang plugin binds it
+    whole, with no placeholder. Native gang B then stays gated, waiting for the queue's max (GangWaiting
+    names it), until A ends: then it starts whole in turn."""
     cluster, namespace = native_cluster, native_namespace
-    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 8}"))
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 4}"))
     configured(cluster, namespace, "QueuesApplied")
     with NamespaceRecorder(cluster.client, namespace) as recorder:
-        member = native_group(cluster, namespace, "trainer", 4)
-        trainers = [f"trainer-{i}" for i in range(4)]
-        groups = [{"name": "workers", "minMember": 4, "minResource": {"cpu": "1", "memory": "1Gi"}}]
-        for name in trainers:
-            # YuniKorn's annotations too, as a team moving over might leave them: the webhook is called for
-            # such a pod, and must neither gate it nor let yuniplace reserve it a second time.
-            pod = member(gang_pod(name, "trainer", "workers", task_groups=groups, cpu="1", memory="1Gi", gated=False))
-            pod["metadata"]["labels"].update(QUEUE)
-            cluster.create_pod(namespace, pod)
-        bound(cluster, namespace, trainers)
+        whole = Whole(recorder, {"first": 4, "second": 4})
+        first = native_pods(cluster, namespace, native_group(cluster, namespace, "first", 4), "first", 4)
+        bound(cluster, namespace, first)
+        second = native_pods(cluster, namespace, native_group(cluster, namespace, "second", 4), "second", 4)
+        note = waiting(cluster, namespace, "second", "root.shared")
+        held_throughout(cluster, namespace, second)
+        first_app = workloadapi.app_id(served(cluster), "first")
 
-        spark = [f"spark-{i}" for i in range(4)]
-        for name in spark:  # created ungated: the chart's webhook gates them
-            pod = gang_pod(name, "spark", "workers", task_groups=groups, cpu="1", memory="1Gi", gated=False)
-            pod["metadata"]["labels"].update(QUEUE)
-            cluster.create_pod(namespace, pod)
-        bound(cluster, namespace, spark)
+        def first_running() -> bool:
+            rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
+            return rows[first_app]["state"] == "Running"
 
-        late_groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}]
-        for name in ("late-0", "late-1"):
-            pod = gang_pod(name, "late", "workers", task_groups=late_groups, cpu="1", memory="1Gi", gated=False)
-            pod["metadata"]["labels"].update(QUEUE)
-            cluster.create_pod(namespace, pod)
-        note = waiting(cluster, namespace, "late", "root.shared")
-        rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
-        native_row = rows[workloadapi.app_id(served(cluster), "trainer")]
-        assert native_row["state"] == "Running", native_row
-        assert native_row["groups"] == [{"name": "members", "reserved": 4, "required": 4}], native_row
-        native_events = [e["message"] for e in events_for(cluster, namespace, "NativeGang")]
-        assert any("trainer" in m and "queue root.shared" in m for m in native_events), native_events
+        wait_until(first_running, WAIT_S)
+        delete_pods(cluster, namespace, first)
+        bound(cluster, namespace, second)
+        gates = {name: sorted(recorder.gates_seen[name]) for name in first + second}
+        placeholders = recorder.placeholder_uids
+    assert all(seen == [keys.GATE] for seen in gates.values()), gates  # gated once each, by the webhook
+    assert not placeholders, f"placeholders for gangs whose every member existed: {sorted(placeholders)}"
+    assert not whole.partial, whole.partial
+    starting = [e["message"] for e in events_for(cluster, namespace, "GangStarting")]
+    assert len(starting) == 2 and all("kube-scheduler's gang plugin binds them all or none" in m for m in starting)
+    record_property("figure", f"Kubernetes {kubernetes_version()}: native gang B waited for its queue: {note}")
 
-        for name in trainers:
-            cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", {"gracePeriodSeconds": 0})
-        bound(cluster, namespace, ["late-0", "late-1"])
 
-        gated = {name: sorted(recorder.gates_seen[name]) for name in trainers if recorder.gates_seen[name]}
-        spark_gates = {name: sorted(recorder.gates_seen[name]) for name in spark}
-        native_placeholders = recorder.placeholders_of(workloadapi.app_id(served(cluster), "trainer"))
-        native_placeholders.update(recorder.placeholders_of("trainer"))
-        spark_placeholders = recorder.placeholders_of("spark")
-        spark_seats = {
-            name: (recorder.latest[name]["metadata"].get("annotations") or {}).get(keys.SEAT) for name in spark
+@pytest.fixture
+def native_priorities(native_cluster: Cluster) -> Iterator[Callable[[int], str]]:
+    """PriorityClasses on the native gangs' cluster, deleted afterwards."""
+    made: list[str] = []
+
+    def make(value: int) -> str:
+        name = f"native-{value}"
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
         }
-        spark_nodes = {name: recorder.latest[name]["spec"].get("nodeName") for name in spark}
-    assert not gated, f"native pods were gated: {gated}"
-    assert all(gates == [keys.GATE] for gates in spark_gates.values()), spark_gates  # once, by the webhook
-    assert not native_placeholders, f"placeholders for the native gang: {native_placeholders}"
-    # The YuniKorn gang started on its seats, with no placeholder.
-    assert not spark_placeholders and spark_seats == spark_nodes, (spark_placeholders, spark_seats, spark_nodes)
-    figure = (
-        f"Kubernetes {kubernetes_version()}: native gang of 4 started whole by kube-scheduler (never gated, no "
-        f"placeholder); YuniKorn gang of 4 started by yuniplace on its 4 seats; the late gang waited: {note}"
-    )
-    record_property("figure", figure)
-    print(f"\n{figure}")
+        native_cluster.client.create("/apis/scheduling.k8s.io/v1/priorityclasses", body)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        native_cluster.client.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
-def test_a_pod_naming_a_missing_native_group_is_told_and_never_held(
+def test_native_and_yunikorn_gangs_in_one_queue_start_by_priority_then_arrival(
+    native_cluster: Cluster,
+    native_namespace: str,
+    native_controller: ControllerProcess,
+    native_priorities: Callable[[int], str],
+) -> None:
+    """Queue root.shared holds one gang of 4 CPUs at a time, and a YuniKorn gang runs in it. Then come,
+    in this order, a native gang of low priority, a YuniKorn gang of high priority and a native gang of
+    high priority (its PodGroup's on 1.37, its pods' before). As each ends, the next to start is the
+    high-priority YuniKorn gang, then the high-priority native one, then the low one, each whole."""
+    cluster, namespace = native_cluster, native_namespace
+    low, high = native_priorities(10), native_priorities(1000)
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 4}"))
+    configured(cluster, namespace, "QueuesApplied")
+    groups = [{"name": "workers", "minMember": 4, "minResource": {"cpu": "1", "memory": "1Gi"}}]
+
+    def yunikorn(app: str, priority_class: str | None = None) -> list[str]:
+        names = [f"{app}-{i}" for i in range(4)]
+        for name in names:
+            pod = gang_pod(name, app, "workers", task_groups=groups, cpu="1", memory="1Gi", gated=False)
+            pod["metadata"]["labels"].update(QUEUE)
+            if priority_class:
+                pod["spec"]["priorityClassName"] = priority_class
+            cluster.create_pod(namespace, pod)
+        return names
+
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        whole = Whole(recorder, {"nlow": 4, "nhigh": 4})  # a YuniKorn gang started directly is released pod by pod
+        running = yunikorn("running")
+        bound(cluster, namespace, running)
+        waiters = {
+            "nlow": native_pods(
+                cluster, namespace, native_group(cluster, namespace, "nlow", 4, priority_class=low), "nlow", 4
+            ),
+            "ykhigh": yunikorn("ykhigh", high),
+        }
+        waiting(cluster, namespace, "ykhigh", "root.shared")
+        waiters["nhigh"] = native_pods(
+            cluster, namespace, native_group(cluster, namespace, "nhigh", 4, priority_class=high), "nhigh", 4
+        )
+        waiting(cluster, namespace, "nhigh", "root.shared")
+        order: list[str] = []
+        ending = running
+        while waiters:
+            delete_pods(cluster, namespace, ending)
+
+            def started() -> str | None:
+                for app, names in waiters.items():
+                    pods = [cluster.get_pod(namespace, name) for name in names]
+                    if any(pod is not None and is_bound(pod) for pod in pods):
+                        return app
+                return None
+
+            app = wait_until(started, WAIT_S)
+            order.append(app)
+            ending = waiters.pop(app)
+            bound(cluster, namespace, ending)
+    assert order == ["ykhigh", "nhigh", "nlow"], order
+    assert not whole.partial, whole.partial
+
+
+@pytest.mark.parametrize("style", ["Soft", "Hard"])
+def test_a_native_gang_out_of_time_gives_its_room_back_or_fails_never_starting_in_part(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess, style: str
+) -> None:
+    """A native gang of minimum 3 whose third pod never comes (its PodGroup says a 5 s timeout and the
+    style) holds the queue's whole max with placeholders while it waits; a second native gang waits
+    behind it. At the timeout, Soft gives the room back (its pods stay gated, to try again after a
+    backoff) and Hard fails its pods: either way the second gang starts, and no pod of the first is
+    ever bound."""
+    cluster, namespace = native_cluster, native_namespace
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 6}"))
+    configured(cluster, namespace, "QueuesApplied")
+    policy = f"placeholderTimeoutInSeconds=5 gangSchedulingStyle={style}"
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        whole = Whole(recorder, {"stuck": 3, "next": 2})
+        stuck = native_pods(
+            cluster, namespace, native_group(cluster, namespace, "stuck", 3, policy), "stuck", 2, cpu="2"
+        )
+        wait_until(lambda: len(recorder.placeholders_of(workloadapi.app_id(served(cluster), "stuck"))) == 3, WAIT_S)
+        following = native_pods(cluster, namespace, native_group(cluster, namespace, "next", 2), "next", 2, cpu="2")
+        waiting(cluster, namespace, "next", "root.shared")
+        bound(cluster, namespace, following)
+        if style == "Soft":
+            released = [e["message"] for e in events_for(cluster, namespace, "GangReservationReleased")]
+            assert any("trying again" in m for m in released), released
+            held_throughout(cluster, namespace, stuck)
+        else:
+            for name in stuck:
+                cluster.wait_pod(namespace, name, lambda pod: pod["status"].get("phase") == "Failed")
+            failed = [e["message"] for e in events_for(cluster, namespace, "ApplicationFailed")]
+            assert any("Hard style fails the application" in m for m in failed), failed
+        ever_bound = [name for name in stuck if name in recorder.latest and is_bound(recorder.latest[name])]
+    assert not ever_bound and not whole.partial, (ever_bound, whole.partial)
+    timed_out = [e["message"] for e in events_for(cluster, namespace, "PlaceholderTimeOut")]
+    assert any("1 of its 3 pods still do not exist" in m for m in timed_out), timed_out
+
+
+def test_a_group_larger_than_its_pods_holds_room_with_placeholders_until_the_rest_arrive(
     native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
 ) -> None:
-    """A pod of a native pod group nobody created: kube-scheduler keeps it unschedulable until the group
-    exists; yuniplace says so on the pod and never gates it. Once the group is created, it starts."""
+    """A launcher's PodGroup says 3 while 2 of its pods exist: yuniplace reserves 3 placeholders shaped
+    like them (2 CPUs each) and keeps the 2 gated; when the third comes the placeholders go and the
+    gang plugin binds all 3."""
     cluster, namespace = native_cluster, native_namespace
-    version = kubernetes_version()
-    pod = make_pod("orphan", cpu="1", memory="1Gi")
-    pod["spec"].update(workloadapi.member_spec(served(cluster), "nowhere"))
+    put_queues(cluster, namespace, queues_yaml("- name: shared"))
+    configured(cluster, namespace, "QueuesApplied")
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        whole = Whole(recorder, {"launcher": 3})
+        member = native_group(cluster, namespace, "launcher", 3)
+        first = native_pods(cluster, namespace, member, "launcher", 2, cpu="2")
+        app = workloadapi.app_id(served(cluster), "launcher")
+        wait_until(lambda: len(recorder.placeholders_of(app)) == 3, WAIT_S)
+        placeholders = [recorder.latest[name] for name in recorder.placeholders_of(app)]
+        sizes = {ph["spec"]["containers"][0]["resources"]["requests"]["cpu"] for ph in placeholders}
+        for name in recorder.placeholders_of(app):
+            cluster.wait_pod(namespace, name, is_bound)
+        complete = [e["message"] for e in events_for(cluster, namespace, "GangReservationComplete")]
+        held_throughout(cluster, namespace, first)
+        last = native_pods(cluster, namespace, member, "launcher", 1, cpu="2", first=2)
+        bound(cluster, namespace, first + last)
+        wait_until(lambda: not [n for n in recorder.placeholders_of(app) if cluster.get_pod(namespace, n)], WAIT_S)
+    assert sizes == {"2"}, sizes
+    assert any("once all 3 exist (2 so far)" in m for m in complete), complete
+    assert not whole.partial, whole.partial
+
+
+def test_a_namespace_that_opts_out_leaves_its_native_gangs_to_kube_scheduler(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+) -> None:
+    """A namespace labelled yuniplace.io/native-gangs=kube-scheduler: the chart's webhook never gates its
+    native gangs, even in a queue at its max; kube-scheduler's gang plugin binds them as before, and
+    yuniplace counts them in their queue."""
+    cluster, namespace = native_cluster, native_namespace
+    cluster.client.patch(
+        f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {"yuniplace.io/native-gangs": "kube-scheduler"}}}
+    )
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 2}"))
+    configured(cluster, namespace, "QueuesApplied")
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        names = native_pods(cluster, namespace, native_group(cluster, namespace, "free", 4), "free", 4)
+        bound(cluster, namespace, names)
+        gated = {name: sorted(recorder.gates_seen[name]) for name in names if recorder.gates_seen[name]}
+    assert not gated, f"pods of an opted-out namespace were gated: {gated}"
+    notes = [e["message"] for e in events_for(cluster, namespace, "NativeGang")]
+    assert any("neither gates nor placeholds it" in m and "queue root.shared" in m for m in notes), notes
+
+
+@pytest.mark.parametrize("opted_out", [False, True], ids=["held", "opted-out"])
+def test_a_pod_naming_a_missing_native_group_starts_once_the_group_exists(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess, opted_out: bool
+) -> None:
+    """A pod of a native pod group nobody created yet: kube-scheduler keeps it unschedulable until the
+    group exists. Held, it waits gated for the group (which may be created after its pods); in a
+    namespace that opts out it is told at once and never gated. Once the group exists, it starts."""
+    cluster, namespace = native_cluster, native_namespace
+    if opted_out:
+        cluster.client.patch(
+            f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {"yuniplace.io/native-gangs": "kube-scheduler"}}}
+        )
+    put_queues(cluster, namespace, queues_yaml("- name: shared"))
+    configured(cluster, namespace, "QueuesApplied")
+    pod = make_pod("orphan-0", cpu="1", memory="1Gi", labels=QUEUE)
+    pod["spec"].update(workloadapi.member_spec(served(cluster), "orphan"))
     cluster.create_pod(namespace, pod)
+    if opted_out:
 
-    def told() -> str | None:
-        messages = [e["message"] for e in events_for(cluster, namespace, "TaskGroupsError")]
-        return next((m for m in messages if "nowhere" in m and "no pod group" in m), None)
+        def told() -> str | None:
+            messages = [e["message"] for e in events_for(cluster, namespace, "TaskGroupsError")]
+            return next((m for m in messages if "orphan" in m and "no pod group" in m), None)
 
-    message = wait_until(told, WAIT_S)
-    current = cluster.get_pod(namespace, "orphan")
-    assert current is not None and not current["spec"].get("schedulingGates"), current
-    assert not is_bound(current)
-    native_group(cluster, namespace, "nowhere", 1)
-    bound(cluster, namespace, ["orphan"])
-    print(f"\nKubernetes {version}: {message}")
+        wait_until(told, WAIT_S)
+        current = cluster.get_pod(namespace, "orphan-0")
+        assert current is not None and not current["spec"].get("schedulingGates"), current
+    else:
+        held_throughout(cluster, namespace, ["orphan-0"])
+    native_group(cluster, namespace, "orphan", 1)
+    bound(cluster, namespace, ["orphan-0"])
+
+
+def test_a_reclaim_takes_a_native_gang_whole(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+) -> None:
+    """Queues a and b are each guaranteed 8 of the 16 CPUs. b's native gang of 3 × 3 CPUs borrows 1 of
+    a's; a's gang of 2 × 4 CPUs then takes its guarantee back: all 3 pods of b's gang are evicted
+    together (GangPreempted on it), and a's gang starts."""
+    cluster, namespace = native_cluster, native_namespace
+    queues = queues_yaml(
+        "- name: a\n  resources:\n    guaranteed: {vcore: 8}", "- name: b\n  resources:\n    guaranteed: {vcore: 8}"
+    )
+    put_queues(cluster, namespace, queues)
+    configured(cluster, namespace, "QueuesApplied")
+    member = native_group(cluster, namespace, "borrower", 3)
+    borrowers = [f"borrower-{i}" for i in range(3)]
+    for name in borrowers:
+        cluster.create_pod(
+            namespace, member(make_pod(name, cpu="3", memory="1Gi", labels={keys.YUNIKORN_QUEUE: "root.b"}))
+        )
+    bound(cluster, namespace, borrowers)
+    groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "4", "memory": "1Gi"}}]
+    owners = [f"owner-{i}" for i in range(2)]
+    for name in owners:
+        pod = gang_pod(name, "owner", "workers", task_groups=groups, cpu="4", memory="1Gi", gated=False)
+        pod["metadata"]["labels"][keys.YUNIKORN_QUEUE] = "root.a"
+        cluster.create_pod(namespace, pod)
+    bound(cluster, namespace, owners)
+    wait_until(lambda: all(cluster.get_pod(namespace, name) is None for name in borrowers), WAIT_S)  # bare pods: gone
+    preempted = [
+        e
+        for e in events_for(cluster, namespace, "GangPreempted")
+        if e["involvedObject"]["name"].startswith("borrower-")
+    ]
+    assert preempted and "evicting its 3 pods" in preempted[0]["message"], preempted
