@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from tests import builders
 from yuniplace.gang import keys
+from yuniplace.gang.placeholders import label_value
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
@@ -348,7 +349,7 @@ class NamespaceRecorder:
             return {
                 name: set(uids)
                 for name, uids in self.placeholder_uids.items()
-                if (self.latest[name]["metadata"].get("labels") or {}).get(keys.PLACEHOLDER_APP) == app
+                if (self.latest[name]["metadata"].get("labels") or {}).get(keys.PLACEHOLDER_APP) == label_value(app)
             }
 
     def group_nodes(self, group: str) -> set[str]:
