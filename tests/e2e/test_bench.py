@@ -34,6 +34,8 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     assert set(results) == SCENARIOS
     assert [row["members"] for row in results["gang-size"]["rows"]] == [10, 50]
     assert all(row["baseline_s"] > 0 and row["yuniplace_s"] > 0 for row in results["gang-size"]["rows"])
+    # Native gangs admitted by yuniplace (the bench cluster serves the Workload API), beside the plugin alone.
+    assert all(row["native_admitted_s"] > 0 and row["native_alone_s"] > 0 for row in results["gang-size"]["rows"])
     assert results["contention"]["stuck"] == 0 and results["contention"]["swapped"] > 0
     assert results["cost"]["managed"]["managed_pods"] == 100
     assert results["decode"]["events"] > 0 and results["decode"]["typed_trim_us"] > 0

@@ -177,6 +177,22 @@ class Results(list[dict[str, Any]]):
         self._path.write_text(json.dumps(self, indent=2))
 
 
+NATIVE_QUEUE = "root.native"
+
+
+def queues_configmap(cluster: LocalCluster, queue: str) -> str:
+    """A queues ConfigMap holding one queue (`root.<name>`) with no limit, as NAMESPACE/NAME."""
+    namespace, name = "bench-queues", "queues"
+    cluster.create_namespace(namespace)
+    text = (
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n"
+        f"        queues:\n          - name: {queue.removeprefix('root.')}\n"
+    )
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"queues.yaml": text}}
+    cluster.client().create(f"/api/v1/namespaces/{namespace}/configmaps", body)
+    return f"{namespace}/{name}"
+
+
 def run_all(
     sizes: Sizes,
     chosen: Sequence[str],
@@ -261,6 +277,23 @@ def run_all(
                     profiles.update(controller.profiles)
                 for row, other in zip(gang_rows, always, strict=True):
                     row["placeholders"] = {k: v for k, v in other.items() if k != "members"}
+                served = workloadapi.version_named(workload_api.apis[0]) if workload_api.apis else None
+                if served is not None:
+                    # Native gangs held and admitted by yuniplace: a controller holding a configured queue.
+                    queues = queues_configmap(cluster, NATIVE_QUEUE)
+                    with ControllerUnderTest(
+                        cluster,
+                        log_dir / "controller-native.log",
+                        ["--workers=8", f"--queues-configmap={queues}", *controller_args],
+                    ):
+                        progress(
+                            f"1c. native gangs {sizes.gang_sizes}: admitted by yuniplace, and the gang plugin alone"
+                        )
+                        admitted = scenarios.native_admission(
+                            cluster, sizes.gang_sizes, sizes.repeats, served, NATIVE_QUEUE
+                        )
+                    for row in gang_rows:
+                        row.update(admitted[row["members"]])
                 results.save()
             if profiles:
                 results.append(

@@ -84,6 +84,37 @@ def native_gang(served: workloadapi.ServedVersion, name: str, members: int) -> t
     return objects, pods
 
 
+def native_admission(
+    cluster: LocalCluster, sizes: Sequence[int], repeats: int, served: workloadapi.ServedVersion, queue: str
+) -> dict[int, dict[str, Any]]:
+    """Scenario 1c (a controller holding `queue` must be running): one native gang of M members admitted
+    by yuniplace (its pods gated as the webhook gates them, in `queue`) against the same gang left to
+    kube-scheduler's gang plugin alone (never gated), alternating, `repeats` times; by M."""
+    found: dict[int, dict[str, Any]] = {}
+    for members in sizes:
+        alone, admitted = [], []
+        timeout_s = max(120.0, members * 0.5)
+        for attempt in range(repeats):
+            name = f"alone-{members}-{attempt}"
+            objects, pods = native_gang(served, name, members)
+            alone.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
+            name = f"admitted-{members}-{attempt}"
+            objects, pods = native_gang(served, name, members)
+            for pod in pods:
+                pod["metadata"]["labels"][keys.YUNIKORN_QUEUE] = queue
+                pod["spec"]["schedulingGates"] = [{"name": keys.GATE}]
+            admitted.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
+        plugin_s, admitted_s = statistics.median(alone), statistics.median(admitted)
+        found[members] = {
+            "native_alone_s": round(plugin_s, 2),
+            "native_admitted_s": round(admitted_s, 2),
+            "runs_native_alone_s": [round(x, 2) for x in alone],
+            "runs_native_admitted_s": [round(x, 2) for x in admitted],
+            "native_admitted_vs_alone": round(admitted_s / plugin_s, 2),
+        }
+    return found
+
+
 def component_cpu(cluster: LocalCluster, controller: ControllerUnderTest) -> dict[str, float]:
     """CPU seconds each process has used so far: every control-plane component, and the controller.
     Two readings around a run say which of them took the cores."""
