@@ -478,3 +478,48 @@ def test_a_reclaim_takes_a_native_gang_whole(
         if e["involvedObject"]["name"].startswith("borrower-")
     ]
     assert preempted and "evicting its 3 pods" in preempted[0]["message"], preempted
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "native" / "training-gang.yaml"
+
+
+def test_the_readme_example_waits_for_its_queue_then_starts_whole(
+    native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
+) -> None:
+    """examples/native/training-gang.yaml as the README shows it (1.37's v1beta1 PodGroup and an indexed
+    Job of 4 × 2 CPUs in root.training, whose max is 8 CPUs): applied while another native gang holds 4
+    of them, the Job's workers are created gated and wait (GangWaiting names the queue); once the other
+    gang is gone their gates come off together and all four are bound, none before the others."""
+    cluster, namespace = native_cluster, native_namespace
+    if served(cluster).version != "v1beta1":
+        pytest.skip("the example is written for 1.37's scheduling.k8s.io/v1beta1")
+    put_queues(cluster, namespace, queues_yaml("- name: training\n  resources:\n    max: {vcore: 8}"))
+    configured(cluster, namespace, "QueuesApplied")
+    member = native_group(cluster, namespace, "other", 2)
+    others = [f"other-{i}" for i in range(2)]
+    for name in others:
+        cluster.create_pod(
+            namespace, member(make_pod(name, cpu="2", memory="1Gi", labels={keys.YUNIKORN_QUEUE: "root.training"}))
+        )
+    bound(cluster, namespace, others)
+    with NamespaceRecorder(cluster.client, namespace) as recorder:
+        partial: list[str] = []
+
+        def workers() -> list[Pod]:
+            return [pod for name, pod in recorder.latest.items() if name.startswith("training-")]
+
+        def saw(_pod: Pod) -> None:
+            seen = workers()
+            if any(is_bound(pod) for pod in seen) and (len(seen) < 4 or any(keys.GATE in gates_of(p) for p in seen)):
+                partial.append(", ".join(sorted(p["metadata"]["name"] for p in seen if is_bound(p))))
+
+        recorder.callbacks.append(saw)
+        cluster.kubectl("apply", "-n", namespace, "-f", str(EXAMPLE))
+        note = waiting(cluster, namespace, "training", "root.training")
+        assert all(keys.GATE in gates_of(pod) for pod in workers()), workers()
+        delete_pods(cluster, namespace, others)
+        wait_until(lambda: len(workers()) == 4 and all(is_bound(pod) for pod in workers()), WAIT_S)
+    assert not partial, partial
+    assert "max" in note, note
+    starting = [e["message"] for e in events_for(cluster, namespace, "GangStarting")]
+    assert any("lifting their gates together" in m for m in starting), starting
