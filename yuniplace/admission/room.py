@@ -19,6 +19,7 @@ from typing import Any, cast
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import Amounts, Constraints, Node, Room, constraints_key, from_decimals
 from yuniplace.gang.resources import pod_requests
+from yuniplace.kube.nodes import trouble
 from yuniplace.queues.pools import Pool
 
 Pod = Mapping[str, Any]
@@ -162,6 +163,14 @@ class ClusterRoom:
         """Of those, the nodes the control plane does not keep new pods off (not Ready yet, unreachable,
         cordoned): only their room counts for a gang."""
         return sum(1 for node in self._ordered if node.takes_new_pods)
+
+    def node_health(self, name: str) -> str | None:
+        """How the pods on a node stand, for a started gang's losses (gang/losses.py): None while it is
+        there and well (or before the nodes are listed), "is gone", or why it is in trouble."""
+        if not self.nodes_synced.is_set():
+            return None
+        node = self._nodes.get(name)
+        return "is gone" if node is None else trouble(node.taints)
 
     def nodes_listed(self, nodes: Iterable[Mapping[str, Any]]) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
@@ -20,8 +21,8 @@ from yuniplace.controller.planner import Planner
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.unserved import UnservedPods
+from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
-from yuniplace.gang import watched
 from yuniplace.gang.application import Application
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
@@ -87,6 +88,7 @@ class Controller:
         # Applications waiting to swap onto a node until another application's member lands there.
         self._node_waiters: dict[str, set[p.AppKey]] = {}
         self._states: dict[p.AppKey, AppState] = {}
+        self._degraded: set[p.AppKey] = set()  # started gangs reported below their minimum
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
         self._namespace = namespace
@@ -111,7 +113,7 @@ class Controller:
                 client,
                 "/api/v1/nodes",
                 on_list=room.nodes_listed,
-                on_event=room.node_event,
+                on_event=self._node_event,
                 name="nodes",
                 decoding=watched.NODES,
             )
@@ -225,7 +227,20 @@ class Controller:
             pool=standing.pool,
             queue=standing.queue,
             reclaimed=None if standing.reclaim is None else standing.reclaim.message,
+            node_health=admission.room.node_health,
         )
+
+    def _node_event(self, kind: str, node: dict[str, Any]) -> None:
+        """A node changed: admission's room follows it, and where the node is gone or in trouble (or
+        well again) the applications with pods on it look at their members again (gang/losses.py)."""
+        if self.admission is None:  # the node watch runs with admission only
+            return
+        room, name = self.admission.room, node["metadata"]["name"]
+        before = room.node_health(name)
+        room.node_event(kind, node)
+        if room.node_health(name) != before:
+            for key in self.store.apps_on(name):
+                self.queue.add(key)
 
     def _observe_native(self, key: p.AppKey, app: Application) -> Plan:
         """A gang kube-scheduler binds by itself: events about it, and nothing written to its pods."""
@@ -303,9 +318,17 @@ class Controller:
         if Outcome.TIMED_OUT in plan.outcomes:
             assert plan.spec is not None
             self.metrics.timeouts.labels(plan.spec.policy.on_timeout.value).inc()
+        if Outcome.DEGRADED in plan.outcomes:
+            self.metrics.degradations.inc()
         if plan.placed_in is not None:
             self.metrics.placed_in(plan.placed_in)
+        # Reported degraded now, or before (a restarted controller reads it from the record) and not recovered.
+        said = plan.annotate.get(keys.DEGRADED_REPORTED, "true" if app.record.degraded_reported else None)
         with self._lock:
+            if said == "true" and plan.state == AppState.RUNNING:
+                self._degraded.add(key)
+            else:
+                self._degraded.discard(key)
             if plan.forget:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
@@ -319,8 +342,10 @@ class Controller:
         while not stop.wait(GAUGE_REFRESH_S):
             with self._lock:
                 counts = Counter(self._states.values())
+                degraded = len(self._degraded)
             for state in AppState:
                 self.metrics.applications.labels(state.value).set(counts.get(state, 0))
+            self.metrics.degraded.set(degraded)
             placeholders = self.store.placeholders()
             placed = sum(1 for ph in placeholders if p.node_name(ph))
             self.metrics.placeholders.labels("placed").set(placed)

@@ -11,6 +11,7 @@ from typing import Any
 from yuniplace.admission.tickets import Ticket
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.losses import NodeHealth, every_node_well
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits
@@ -82,6 +83,7 @@ class Outcome(enum.Enum):
     RESERVED = "reserved"  # every placeholder is placed
     STARTED_DIRECTLY = "started directly"  # its members are released onto admission's seats, no placeholders
     TIMED_OUT = "timed out"  # it ran out of time (its timeout rule says what follows)
+    DEGRADED = "degraded"  # a started gang fell below its minimum
 
 
 @dataclass
@@ -144,3 +146,4 @@ class Surroundings:
     pool: Pool = field(default_factory=Pool)  # where its queue lets its placeholders go
     queue: str | None = None  # the queue admission placed it in
     reclaimed: str | None = None  # why its room is taken back for the queue that lent it, while it is
+    node_health: NodeHealth = every_node_well  # how the nodes its members are on stand

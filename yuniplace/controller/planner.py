@@ -32,6 +32,7 @@ from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
+from yuniplace.gang.losses import losses_of
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.resources import (
     format_quantity,
@@ -48,6 +49,8 @@ from yuniplace.runtime.events import FAILURE_REASONS, NORMAL, Reason
 Pod = p.Pod
 RESYNC_S = 60.0
 IN_FLIGHT_RECHECK_S = 2.0
+# How long a started gang may be below its minimum before it is reported degraded.
+LOSS_GRACE_S = 5.0
 MAX_STRICT_BACKOFF_S = 300.0
 # kube-scheduler's verdict on a pod it could place nowhere.
 UNSCHEDULABLE = "Unschedulable"
@@ -160,6 +163,8 @@ class Planner:
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
                 if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
                     self._swap(members)
+                if app.state == AppState.RUNNING:
+                    self._watch_losses()
             else:  # RESUMING: normal scheduling for everyone
                 self._release_everything()
         return self._finish()
@@ -923,6 +928,37 @@ class Planner:
                 )
             elif deadline is not None:
                 plan.requeue_after_s = max(0.0, deadline - self.now)
+
+    def _watch_losses(self) -> None:
+        """Say when a started gang has been below its minimum for LOSS_GRACE_S (members lost:
+        gang/losses.py), and when it is back at it. The grace lets what ends a gang on purpose (a Spark
+        driver deleting its executors before it completes) or mends it at once (a Job replacing a pod)
+        pass unreported; the record keeps since when, and whether it was said, so each is said once."""
+        app, plan = self.app, self.plan_
+        losses = losses_of(app.members, self.spec.min_members, self.around.node_health)
+        record = app.record
+        if losses.degraded:
+            since = record.degraded_since
+            if since is None:
+                plan.annotate[keys.DEGRADED_SINCE] = p.format_time(self.now)
+                plan.requeue_after_s = LOSS_GRACE_S
+            elif not record.degraded_reported and self.now >= since + LOSS_GRACE_S:
+                plan.annotate[keys.DEGRADED_REPORTED] = "true"
+                plan.outcomes.append(Outcome.DEGRADED)
+                self._event(self.originator, Reason.GANG_DEGRADED, f"the gang is degraded: {losses.describe()}")
+            elif not record.degraded_reported:
+                plan.requeue_after_s = since + LOSS_GRACE_S - self.now
+        elif record.degraded_since is not None:
+            plan.annotate[keys.DEGRADED_SINCE] = None
+            plan.annotate[keys.DEGRADED_REPORTED] = None
+            if record.degraded_reported:
+                done = f", {losses.done} done" if losses.done else ""
+                self._event(
+                    self.originator,
+                    Reason.GANG_RECOVERED,
+                    f"back at its minimum after {self.now - record.degraded_since:.0f}s degraded: {losses.up} of "
+                    f"{losses.minimum} members up{done}",
+                )
 
 
 def _formatted(requests: Mapping[str, Decimal]) -> dict[str, str]:

@@ -23,6 +23,10 @@ PLACEHOLDER_GROUP = "yuniplace.io/task-group"
 RESERVATION_STARTED = "yuniplace.io/reservation-started"
 FIRST_ALLOCATED = "yuniplace.io/first-allocated"
 STATE = "yuniplace.io/state"
+# On the originator of a started gang: since when it has had fewer members up than its minimum (gang/losses.py),
+# and "true" once that has been reported (after a grace in which a replacement may come).
+DEGRADED_SINCE = "yuniplace.io/degraded-since"
+DEGRADED_REPORTED = "yuniplace.io/degraded-reported"
 # On the originator: since when it has waited first in its admission queue (its timeout runs from then).
 QUEUED_SINCE = "yuniplace.io/queued-since"
 # On a real pod: the placeholder whose place it is taking, written with its nomination (step 1 of a

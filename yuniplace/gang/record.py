@@ -1,6 +1,7 @@
 """The application's record: the annotations yuniplace keeps on the originator (its state, when the
 reservation began, its first allocation, Strict retries, when it became first in its queue, the
-topology domains admission chose, the queue whose nodes it borrows), read and validated in this one place.
+topology domains admission chose, the queue whose nodes it borrows, since when it is degraded), read
+and validated in this one place.
 
 The controller writes them, but anyone who may edit the pod may write them too, so they are input
 like any other: a value that cannot be read is an InvalidGang naming the key, which fails this one
@@ -35,6 +36,8 @@ class Record:
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
     domains: Domains = field(default_factory=Domains)  # the topology domains admission chose, kept through it
     lender: str | None = None  # the queue whose pool's idle nodes its reservation borrows besides its own
+    degraded_since: float | None = None  # when the started gang fell below its minimum, while it is
+    degraded_reported: bool = False  # and whether that has been said (GangDegraded)
     # Whether the originator carries a state at all: a pod of the application that took over from an
     # originator gone (deleted, evicted) carries none, whatever became of the gang.
     kept: bool = False
@@ -108,6 +111,8 @@ def read_record(notes: Mapping[str, str]) -> Record:
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
         domains=_domains(notes, problems),
         lender=_queue(notes, problems),
+        degraded_since=_time(notes, keys.DEGRADED_SINCE, problems),
+        degraded_reported=notes.get(keys.DEGRADED_REPORTED) == "true",
         kept=keys.STATE in notes,
     )
     if problems:

@@ -70,6 +70,8 @@ class Reason(enum.StrEnum):
     QUEUES_APPLIED = "QueuesApplied", "Configure", NORMAL, WARNING
     QUEUES_REFUSED = "QueuesRefused", "Configure", WARNING
     NATIVE_GANG = "NativeGang", "Observe", NORMAL
+    GANG_DEGRADED = "GangDegraded", "Observe", WARNING
+    GANG_RECOVERED = "GangRecovered", "Observe", NORMAL
 
 
 # A pod yuniplace failed carries one of its reasons as its status reason.

@@ -72,6 +72,14 @@ class Metrics:
             ["style"],
             registry=r,
         )
+        self.degradations = Counter(
+            "yuniplace_gangs_degraded_total",
+            "Started gangs reported below their minimum (members lost: failed, evicted, deleted, on a node gone).",
+            registry=r,
+        )
+        self.degraded = Gauge(
+            "yuniplace_degraded_applications", "Started gangs below their minimum now (reported).", registry=r
+        )
         self.api_requests = Counter(
             "yuniplace_api_requests_total",
             "Kubernetes API requests, by verb, resource and status code.",

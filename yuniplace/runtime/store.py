@@ -176,6 +176,12 @@ class PodStore:
         with self._lock:
             return list(self._apps)
 
+    def apps_on(self, node: str) -> set[p.AppKey]:
+        """The applications with a pod bound to the node: those a node gone or in trouble concerns. A
+        pass over every pod, for what happens to a node rarely."""
+        with self._lock:
+            return {self._keys[uid] for uid, pod in self._pods.items() if p.node_name(pod) == node}
+
     def placeholders(self) -> list[Pod]:
         with self._lock:
             return [self._pods[uid] for uid in self._placeholders]

@@ -78,6 +78,9 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
         "domain": str(record.domains) or None,  # the topology domains its reservation holds
         "note": NOTES.get(app.state, ""),
     }
+    if app.state == AppState.RUNNING and record.degraded_reported:
+        row["state"] = DEGRADED
+        row["note"] = "below its minimum: members lost (see the GangDegraded event)"
     if app.spec is None:
         row["error"] = str(app.problem)
         return row
@@ -103,6 +106,8 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     return row
 
 
+# A started gang below its minimum (gang/losses.py): Running as far as its reservation goes.
+DEGRADED = "Degraded"
 # What a state means for the pods, where the state's name alone does not say it.
 NOTES = {
     AppState.PENDING: "waiting for admission",

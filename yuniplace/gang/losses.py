@@ -1,0 +1,88 @@
+"""A started gang that lost members: which, and why.
+
+A gang starts whole, but a distributed job whose member is gone (its node deleted or NotReady, the pod
+evicted, failed or deleted) usually hangs: the others wait on a collective that never completes, holding
+their room. yuniplace reports it: a gang whose members still up (bound, on a node that is there and
+Ready, not failed, not being deleted) and done (Succeeded: a member that finished is no loss) are fewer
+than its minimum is degraded. Members not bound yet (a replacement its Job made, a late member) are
+neither up nor lost: they count once they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from yuniplace.gang import pods as p
+from yuniplace.gang.dialects.base import Pod
+
+# How a node stands, for the members on it: None where it is there and Ready, else why not ("is gone",
+# "is NotReady"). Without a view of the nodes every node is taken to be well.
+NodeHealth = Callable[[str], str | None]
+MOST_NAMED = 5  # members named in a message; the rest are counted
+
+
+def every_node_well(_node: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Lost:
+    member: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Losses:
+    minimum: int
+    up: int  # bound, on a node that is well, neither failed nor being deleted
+    done: int  # Succeeded
+    lost: tuple[Lost, ...]  # members still there, that no longer run
+    coming: int  # members not bound yet (replacements, late members)
+
+    @property
+    def degraded(self) -> bool:
+        return self.up + self.done < self.minimum
+
+    def describe(self) -> str:
+        """What a GangDegraded event says: how far below its minimum, and each member lost and why."""
+        short = self.minimum - self.up - self.done
+        done = f" and {self.done} done" if self.done else ""
+        named = "; ".join(f"{lost.member} {lost.why}" for lost in self.lost[:MOST_NAMED])
+        more = len(self.lost) - MOST_NAMED
+        parts = [f"{self.up} of its minimum {self.minimum} members up{done}, {short} short"]
+        if named:
+            parts.append(f"lost: {named}{f' and {more} more' if more > 0 else ''}")
+        unseen = short - len(self.lost) - self.coming
+        if unseen > 0:
+            parts.append(f"{unseen} no longer exist (deleted)")
+        if self.coming:
+            parts.append(f"{self.coming} waiting to be scheduled")
+        return "; ".join(parts)
+
+
+def _why_lost(member: Pod, node_health: NodeHealth) -> str | None:
+    """Why a bound member no longer runs, or None while it does."""
+    if p.phase(member) == "Failed":
+        reason = p.status_reason(member)
+        return f"failed ({reason})" if reason else "failed"
+    if p.is_deleting(member):
+        return "is being deleted"
+    node = p.node_name(member)
+    health = node_health(node) if node else None
+    return f"(its node {node} {health})" if health else None
+
+
+def losses_of(members: Sequence[Pod], minimum: int, node_health: NodeHealth = every_node_well) -> Losses:
+    up = done = coming = 0
+    lost: list[Lost] = []
+    for member in members:
+        if p.phase(member) == "Succeeded":
+            done += 1
+        elif (why := _why_lost(member, node_health)) is not None:
+            lost.append(Lost(p.name(member), why))
+        elif p.node_name(member):
+            up += 1
+        else:
+            coming += 1
+    return Losses(minimum, up, done, tuple(lost), coming)
