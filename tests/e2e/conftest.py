@@ -8,6 +8,7 @@ how to enable them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -184,7 +185,8 @@ def pool(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Placement]]
     yield make
     for node_pool in created:
         for name in node_pool.names():
-            cluster.client.delete(f"/api/v1/nodes/{name}")
+            with contextlib.suppress(NotFound):  # a test may have deleted it
+                cluster.client.delete(f"/api/v1/nodes/{name}")
 
 
 CHART_CRDS = Path(__file__).resolve().parents[2] / "charts" / "yuniplace" / "crds"
