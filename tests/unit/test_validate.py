@@ -25,7 +25,7 @@ def test_every_example_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         out.strip()
         .splitlines()[-1]
-        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 26 gang pod(s), 0 error(s), 0 warning(s)")
+        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 27 gang pod(s), 0 error(s), 0 warning(s)")
     )
 
 
@@ -379,3 +379,26 @@ def test_what_keeps_a_ray_gang_from_starting_whole_is_warned_of(
         "RayCluster/plain head: warning: without the label ray.io/gang-scheduling-enabled, KubeRay writes no gang for "
         "it: its pods are scheduled one by one"
     ) in out
+
+
+def test_a_native_gang_is_read_as_yuniplace_will_hold_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, str(EXAMPLES / "native" / "training-gang.yaml"))
+    assert code == 0, out
+    assert (
+        "Job/training pod template: gang: 4 pods, all or nothing: 4 × (cpu 2, memory 4Gi), Kubernetes' own "
+        "(PodGroup training): yuniplace holds it for queue root.training (timeout 300s, Hard), then "
+        "kube-scheduler's gang plugin binds it"
+    ) in out
+    assert out.strip().splitlines()[-1] == "ok: 1 file(s), 1 gang pod(s), 0 error(s), 0 warning(s)"
+
+
+def test_a_native_gangs_bad_policy_or_missing_group_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (EXAMPLES / "native" / "training-gang.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("placeholderTimeoutInSeconds=300", "placeholderTimeoutInSeconds=soon"))
+    code, out = run(capsys, str(bad))
+    assert code == 1 and "error: PodGroup training:" in out and "placeholderTimeoutInSeconds" in out, out
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(text.split("---", 1)[1])
+    code, out = run(capsys, str(alone))
+    assert code == 0 and "warning: names pod group training of the Workload API, which these files do not" in out

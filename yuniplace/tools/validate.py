@@ -9,7 +9,8 @@ files), applies the webhook's own checks, and compares each gang member's reques
 group's minResource — the most common gang scheduling mistake is a Spark pod whose memory overhead
 was left out of minResource. Lines of Spark settings that spark-submit would misread are errors
 naming the line. Queue configurations (YuniKorn's queues.yaml, a ConfigMap holding one, Volcano's
-Queues) are checked as the controller reads them (yuniplace.tools.queuefiles).
+Queues) are checked as the controller reads them (yuniplace.tools.queuefiles). Pods of Kubernetes' own
+gangs are read with the PodGroups or Workloads the files describe, as the controller will hold them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import yaml
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, read_gang
+from yuniplace.gang.dialects.registry import dialect_of
 from yuniplace.gang.resources import (
     format_quantity,
     pod_requests,
@@ -35,6 +37,7 @@ from yuniplace.gang.resources import (
     shortfalls,
 )
 from yuniplace.gang.taskgroups import GangSpec, Limits
+from yuniplace.kube import workloadapi
 from yuniplace.tools import queuefiles, rayobjects, sparkconf
 from yuniplace.webhook.admission import is_gang_pod, problems_of
 
@@ -150,24 +153,40 @@ def subjects_of_spark_conf(conf: sparkconf.SparkConf, where: str) -> Iterator[Su
         yield Subject(f"{where} spark-submit {role}", pod)
 
 
-def load_subjects(path: Path) -> tuple[list[Subject], list[tuple[str, str]], queuefiles.QueueCheck]:
-    """The pods a file describes, the problems found in reading it ((where, message) each), and its
-    queue configurations checked."""
+@dataclass
+class Loaded:
+    """What one file holds: the pods it describes, the problems found in reading it ((where, message)
+    each), its queue configurations checked, and the native pod groups it describes (the Workload API's
+    PodGroups and Workloads, by the name their pods give them)."""
+
+    subjects: list[Subject] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    queues: queuefiles.QueueCheck = field(default_factory=queuefiles.QueueCheck)
+    native_groups: dict[str, workloadapi.NativeGroup] = field(default_factory=dict)
+
+
+def load_subjects(path: Path) -> Loaded:
     text = path.read_text()
     if path.suffix in SPARK_SETTINGS:
         conf = sparkconf.read(text, path.suffix)
         problems = [(f"{path}:{line}", message) for line, message in sorted(conf.problems)]
-        return list(subjects_of_spark_conf(conf, str(path))), problems, queuefiles.QueueCheck()
-    subjects: list[Subject] = []
+        return Loaded(list(subjects_of_spark_conf(conf, str(path))), problems)
+    loaded = Loaded()
     documents = list(yaml.safe_load_all(text))
     for index, document in enumerate(documents):
-        if isinstance(document, Mapping):
-            subjects += subjects_of(document, f"{path}#{index}")
-    return subjects, [], queuefiles.check(documents, text, str(path))
+        if not isinstance(document, Mapping):
+            continue
+        if workloadapi.version_named(str(document.get("apiVersion"))) is not None:
+            loaded.native_groups.update((group.name, group) for group in workloadapi.groups_described(document))
+        else:
+            loaded.subjects += subjects_of(document, f"{path}#{index}")
+    loaded.queues = queuefiles.check(documents, text, str(path))
+    return loaded
 
 
-def check(subjects: list[Subject], limits: Limits) -> None:
-    """Record each subject's findings: the webhook's errors, and members larger than their group."""
+def check(subjects: list[Subject], limits: Limits, native_groups: Mapping[str, workloadapi.NativeGroup]) -> None:
+    """Record each subject's findings: the webhook's errors, members larger than their group, and what
+    a native gang (the Workload API) will be."""
     by_app: dict[str | None, list[Subject]] = defaultdict(list)
     for subject in subjects:
         problem = problems_of(subject.pod, limits)
@@ -175,6 +194,10 @@ def check(subjects: list[Subject], limits: Limits) -> None:
             subject.findings.append(("error", problem))
         by_app[p.app_id(subject.pod)].append(subject)
     for app_id, members in by_app.items():
+        dialect = dialect_of(members[0].pod)
+        if app_id is not None and dialect is not None and dialect.started_by_kube_scheduler:
+            _check_native(app_id, members, native_groups, limits)
+            continue
         app = Application.of(p.AppKey("", app_id or ""), [s.pod for s in members], limits=limits)
         if app.originator is None or app.spec is None:
             continue
@@ -182,6 +205,40 @@ def check(subjects: list[Subject], limits: Limits) -> None:
         declared = read_gang(app.originator, app.pod_group, limits, app.members)
         for subject in members:
             _check_member(subject, declared)
+
+
+def _check_native(
+    name: str, members: list[Subject], groups: Mapping[str, workloadapi.NativeGroup], limits: Limits
+) -> None:
+    """A native gang as yuniplace will hold it: its group's minimum and its members' shapes, its queue and
+    the timeout its group's object states; or why its group cannot be read."""
+    first = members[0]
+    group = workloadapi.lookup(groups, name)
+    if group is None:
+        first.findings.append(
+            (
+                "warning",
+                f"names pod group {name} of the Workload API, which these files do not describe: kube-scheduler "
+                "keeps its pods unschedulable until it exists",
+            )
+        )
+        return
+    app = Application.of(p.AppKey("", name), [s.pod for s in members], group.as_object(), limits)
+    if app.spec is None:
+        first.findings.append(("error", f"{group.described_by}: {app.problem}"))
+        return
+    spec = app.spec
+    sizes = ", ".join(
+        f"{g.min_member} × ({', '.join(f'{k} {v}' for k, v in sorted(g.min_resource.items()))})" for g in spec.groups
+    )
+    first.findings.append(
+        (
+            "gang",
+            f"{spec.min_members} pods, all or nothing: {sizes}, Kubernetes' own ({group.described_by}): "
+            f"yuniplace holds it for queue {app.queue} (timeout {spec.policy.timeout_s}s, "
+            f"{spec.policy.on_timeout.value}), then {spec.starts_when_all_exist} binds it",
+        )
+    )
 
 
 def _check_member(subject: Subject, spec: GangSpec) -> None:
@@ -233,22 +290,24 @@ def run(args: argparse.Namespace) -> int:
     subjects: list[Subject] = []
     unreadable: list[tuple[str, str]] = []  # (where, message): files and lines that cannot be used
     queues = queuefiles.QueueCheck()
+    native_groups: dict[str, workloadapi.NativeGroup] = {}
     for path in args.files:
         try:
-            found, problems, queue_check = load_subjects(path)
+            loaded = load_subjects(path)
         except (OSError, yaml.YAMLError, ValueError) as error:
             unreadable.append((str(path), f"cannot read: {error}"))
             continue
         except RecursionError:
             unreadable.append((str(path), "cannot read: nested too deeply"))
             continue
-        subjects += found
-        unreadable += problems + queue_check.errors
-        queues.configurations += queue_check.configurations
-        queues.queues += queue_check.queues
-        queues.warnings += queue_check.warnings
-    check(subjects, limits)
-    gang = [s for s in subjects if is_gang_pod(s.pod)]
+        subjects += loaded.subjects
+        native_groups.update(loaded.native_groups)
+        unreadable += loaded.problems + loaded.queues.errors
+        queues.configurations += loaded.queues.configurations
+        queues.queues += loaded.queues.queues
+        queues.warnings += loaded.queues.warnings
+    check(subjects, limits, native_groups)
+    gang = [s for s in subjects if is_gang_pod(s.pod, hold_native=True)]
     errors = len(unreadable) + sum(1 for s in subjects for level, _ in s.findings if level == "error")
     warnings = len(queues.warnings) + sum(1 for s in subjects for level, _ in s.findings if level == "warning")
     if args.output == "json":
