@@ -336,6 +336,21 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     assert [str(ip) for ip in ips.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
 
 
+def assert_native_gate(native: dict[str, Any], gate: dict[str, Any], namespace: str) -> None:
+    """The entry that gates pods of Kubernetes' own gangs: pods naming a native pod group, on their
+    own path, in every namespace the main gate sees but those labelled to leave them to kube-scheduler."""
+    assert native["name"] == "native-gate.yuniplace.io"
+    assert native["clientConfig"]["service"]["path"] == "/mutate-native-gangs"
+    assert native["matchConditions"] == [
+        {"name": "native-pod-group", "expression": "has(object.spec.schedulingGroup) || has(object.spec.workloadRef)"}
+    ]
+    assert native["rules"] == gate["rules"] and native["objectSelector"] == gate["objectSelector"]
+    assert native["namespaceSelector"]["matchExpressions"] == [
+        *gate["namespaceSelector"]["matchExpressions"],
+        {"key": "yuniplace.io/native-gangs", "operator": "NotIn", "values": ["kube-scheduler"]},
+    ]
+
+
 def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) -> None:
     manifests = render(cluster, "yp", namespace)
 
@@ -343,7 +358,12 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     # system namespaces; the mutating one on CREATE, the validating one also on others' edits.
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         # The mutating configuration's workload hooks (the recorded requester): tests/e2e/test_identity.py.
-        hook, *workload_hooks = one(manifests, kind)["webhooks"]
+        hook, *others = one(manifests, kind)["webhooks"]
+        if kind.startswith("Mutating"):
+            native, *workload_hooks = others
+            assert_native_gate(native, hook, namespace)
+        else:
+            workload_hooks = others
         assert len(workload_hooks) == (2 if kind.startswith("Mutating") else 0)
         assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 5
         assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
@@ -1338,3 +1358,9 @@ def test_queues_values_render_the_configmap_its_role_and_the_flags(cluster: Clus
     assert "queues need admission: capacity" in refused
     refused = refused_render(cluster, namespace, "--set", "queues.placeholdersAfterSeconds=soon")
     assert "queues.placeholdersAfterSeconds must be a number of seconds" in refused
+
+
+def test_native_gangs_left_to_kube_scheduler_have_no_gate(cluster: Cluster, namespace: str) -> None:
+    """webhook.holdNativeGangs=false: the webhook never sees pods of Kubernetes' own gangs."""
+    hooks = one(render(cluster, "yp", namespace, {"webhook.holdNativeGangs": "false"}), "MutatingWebhookConfiguration")
+    assert "native-gate.yuniplace.io" not in [hook["name"] for hook in hooks["webhooks"]]

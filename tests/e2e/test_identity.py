@@ -188,7 +188,7 @@ def test_a_deployments_record_reaches_its_pods_and_survives_updates(
 
 def test_the_chart_sends_gang_workloads_and_maps_access_control_to_flags(cluster: Cluster, namespace: str) -> None:
     manifests = render(cluster, "yp", namespace)
-    gate, templates, cron_jobs = one(manifests, "MutatingWebhookConfiguration")["webhooks"]
+    gate, _native, templates, cron_jobs = one(manifests, "MutatingWebhookConfiguration")["webhooks"]
     assert (templates["name"], cron_jobs["name"]) == ("identity.yuniplace.io", "cronjob-identity.yuniplace.io")
     assert templates["rules"] == [
         {
