@@ -841,6 +841,20 @@ def test_a_started_gang_whose_originator_went_runs_on_without_reserving_again() 
     assert names(plan.ungate) == ["w-2"]
 
 
+def test_a_gang_evicted_whole_whose_job_makes_its_pods_again_is_a_new_attempt() -> None:
+    """A reclaim evicted the running gang whole; its Job makes the pods again while the old ones still
+    terminate on their nodes. The new pods are a new attempt, held for admission, not late members of a
+    gang that runs."""
+    evicted = [
+        worker(f"w-{i}", gated=False, node=f"n{i}", phase="Running", deleting=True, created=NOW - 60) for i in range(2)
+    ]
+    evicted[0]["metadata"]["annotations"][keys.STATE] = AppState.RUNNING.value
+    again = [worker(f"w-{i}", created=NOW - 2) for i in range(2, 4)]
+    plan = plan_of([*evicted, *again])
+    assert p.name(plan.originator or {}) == "w-2"
+    assert plan.ungate == [] and plan.swaps == []
+
+
 def test_a_fallen_back_gang_whose_originator_went_stays_fallen_back() -> None:
     """Its Job deleted, its pods go one by one: the next has no record, its fellows were released without
     starting (no room: they fell back). No second reservation, no second timeout."""

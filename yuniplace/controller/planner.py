@@ -418,9 +418,14 @@ class Planner:
         if any(p.phase(m) == "Failed" and p.status_reason(m) in FAILURE_REASONS for m in app.members):
             return AppState.FAILED
         others = [m for m in app.members if p.uid(m) != p.uid(originator)]
-        if any(p.node_name(m) or p.is_terminal(m) for m in others):
+        # A member being deleted from its node says nothing of where the gang stands now: a gang evicted
+        # whole (reclaimed) whose Job makes its pods again is a new attempt while the old pods terminate,
+        # not a gang that runs (or fell back) with its new pods as late members.
+        evicted = {p.uid(m) for m in others if p.is_deleting(m) and p.node_name(m)}
+        staying = [m for m in others if p.uid(m) not in evicted]
+        if p.node_name(originator) or any(p.node_name(m) or p.is_terminal(m) for m in staying):
             return AppState.RUNNING
-        if any(not p.is_gated(m) for m in others):
+        if any(not p.is_gated(m) for m in staying):
             return AppState.RESUMING
         return None
 
