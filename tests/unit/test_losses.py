@@ -143,3 +143,20 @@ def test_the_store_finds_the_applications_on_a_node() -> None:
     for pod in running_gang():
         store.upsert(pod)
     assert store.apps_on("n1") == {KEY} and store.apps_on("n7") == set()
+
+
+def test_members_still_on_their_way_are_no_loss() -> None:
+    """A gang starting (a member released onto its seat, not bound yet) or with late members still to
+    swap in is short of nothing: no record is written, nothing reported."""
+    on_its_way = executor(0, gated=False, annotations={keys.SEAT: "n1"})
+    late = executor(1)  # gated, to be swapped into what is left
+    pods = [running_gang()[0], on_its_way, late]
+    assert losses_of(pods[1:], 2).up == 1
+    plan = plan_of(pods)
+    assert keys.DEGRADED_SINCE not in plan.annotate and "GangDegraded" not in reasons(plan)
+
+
+def test_a_gang_whose_originator_is_being_deleted_is_not_watched() -> None:
+    pods = running_gang(phase="Failed")
+    pods[0]["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+    assert keys.DEGRADED_SINCE not in plan_of(pods).annotate

@@ -163,8 +163,8 @@ class Planner:
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
                 if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
                     self._swap(members)
-                if app.state == AppState.RUNNING:
-                    self._watch_losses()
+                if app.state == AppState.RUNNING and not p.is_deleting(app.originator):
+                    self._watch_losses()  # (an originator being deleted takes the application with it)
             else:  # RESUMING: normal scheduling for everyone
                 self._release_everything()
         return self._finish()

@@ -2,10 +2,11 @@
 
 A gang starts whole, but a distributed job whose member is gone (its node deleted or NotReady, the pod
 evicted, failed or deleted) usually hangs: the others wait on a collective that never completes, holding
-their room. yuniplace reports it: a gang whose members still up (bound, on a node that is there and
-Ready, not failed, not being deleted) and done (Succeeded: a member that finished is no loss) are fewer
-than its minimum is degraded. Members not bound yet (a replacement its Job made, a late member) are
-neither up nor lost: they count once they run.
+their room. yuniplace reports it: a gang whose members up (bound or on their way to their room, on a
+node that is there and Ready, not failed, not being deleted) and done (Succeeded: a member that finished
+is no loss) are fewer than its minimum, for a loss (members lost, or gone so that those still coming
+cannot make the minimum up), is degraded. Members not bound yet (a replacement its Job made, a late
+member) are neither up nor lost: they count once they run.
 """
 
 from __future__ import annotations
@@ -35,14 +36,17 @@ class Lost:
 @dataclass(frozen=True)
 class Losses:
     minimum: int
-    up: int  # bound, on a node that is well, neither failed nor being deleted
+    up: int  # bound (or on its way to its room), on a node that is well, neither failed nor being deleted
     done: int  # Succeeded
     lost: tuple[Lost, ...]  # members still there, that no longer run
     coming: int  # members not bound yet (replacements, late members)
 
     @property
     def degraded(self) -> bool:
-        return self.up + self.done < self.minimum
+        """Below its minimum for a loss: members lost, or gone so that those still coming cannot make it
+        up. Members on their way (a gang still starting, late members swapping in) are no loss."""
+        short = self.up + self.done < self.minimum
+        return short and (bool(self.lost) or self.up + self.done + self.coming < self.minimum)
 
     def describe(self) -> str:
         """What a GangDegraded event says: how far below its minimum, and each member lost and why."""
@@ -81,7 +85,7 @@ def losses_of(members: Sequence[Pod], minimum: int, node_health: NodeHealth = ev
             done += 1
         elif (why := _why_lost(member, node_health)) is not None:
             lost.append(Lost(p.name(member), why))
-        elif p.node_name(member):
+        elif p.is_seated(member):  # bound, or released onto its room and on its way there
             up += 1
         else:
             coming += 1
