@@ -946,13 +946,13 @@ class Planner:
             since = record.degraded_since
             if since is None:
                 plan.annotate[keys.DEGRADED_SINCE] = p.format_time(self.now)
-                plan.requeue_after_s = LOSS_GRACE_S
+                self._requeue_within(LOSS_GRACE_S)
             elif not record.degraded_reported and self.now >= since + LOSS_GRACE_S:
                 plan.annotate[keys.DEGRADED_REPORTED] = "true"
                 plan.outcomes.append(Outcome.DEGRADED)
                 self._event(self.originator, Reason.GANG_DEGRADED, f"the gang is degraded: {losses.describe()}")
             elif not record.degraded_reported:
-                plan.requeue_after_s = since + LOSS_GRACE_S - self.now
+                self._requeue_within(since + LOSS_GRACE_S - self.now)
         elif record.degraded_since is not None:
             plan.annotate[keys.DEGRADED_SINCE] = None
             plan.annotate[keys.DEGRADED_REPORTED] = None
@@ -964,6 +964,11 @@ class Planner:
                     f"back at its minimum after {self.now - record.degraded_since:.0f}s degraded: {losses.up} of "
                     f"{losses.minimum} members up{done}",
                 )
+
+    def _requeue_within(self, delay_s: float) -> None:
+        """Look again within `delay_s`, or sooner if the plan already says so."""
+        current = self.plan_.requeue_after_s
+        self.plan_.requeue_after_s = delay_s if current is None else min(current, delay_s)
 
 
 def _formatted(requests: Mapping[str, Decimal]) -> dict[str, str]:
