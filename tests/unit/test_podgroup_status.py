@@ -132,6 +132,19 @@ def test_a_completed_gang_keeps_the_condition_it_has() -> None:
     }
 
 
+def test_a_gang_that_started_and_ended_between_two_looks_was_scheduled() -> None:
+    """The PodGroup last seen still says the gang waits (its start's status not seen back yet): once
+    its members ran and it completed, it says it was scheduled, not that it waits."""
+    done = gang(("Succeeded", "n1"), ("Succeeded", "n2"), state=AppState.COMPLETED)
+    waiting = volcano_group()
+    pending = {"type": "Scheduled", "status": "False", "reason": "Pending", "lastTransitionTime": "t0"}
+    waiting["status"] = {"phase": "Pending", "conditions": [pending]}
+    shown = pod_group_status(app_of(done, waiting), AppState.COMPLETED, None, NOW)
+    assert shown is not None and shown["phase"] == "Completed"
+    [scheduled] = shown["conditions"]
+    assert (scheduled["status"], scheduled["reason"]) == ("True", "GangReserved")
+
+
 def test_each_pod_group_gets_its_own_schedulers_status() -> None:
     members = gang(("Running", "n1"), ("Running", "n2"))
     volcano = pod_group_status(app_of(members, volcano_group()), AppState.RUNNING, None, NOW)

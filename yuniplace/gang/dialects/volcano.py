@@ -191,14 +191,19 @@ def _phase(progress: GangProgress, min_member: int) -> str:
     return "Pending"
 
 
-def _conditions(state: AppState, shown: list[Mapping[str, Any]], now: str) -> list[Mapping[str, Any]]:
+def _conditions(state: AppState, shown: list[Mapping[str, Any]], now: str, ran: bool) -> list[Mapping[str, Any]]:
     """The conditions shown, with yuniplace's Scheduled condition for `state` in place of the one
-    there; a completed gang keeps what it has."""
+    there. A completed gang keeps what it has, unless that still says it waits (the PodGroup last seen
+    before its start was written, a gang that started and ended between two looks): one whose members
+    `ran` was scheduled."""
+    before = next((c for c in shown if c.get("type") == SCHEDULED), None)
     wanted = SCHEDULED_IN.get(state)
+    still_waiting = before is not None and before.get("reason") in ("Pending", "Reserving")
+    if wanted is None and ran and still_waiting:
+        wanted = SCHEDULED_IN[AppState.RUNNING]
     if wanted is None:
         return shown
     status, reason, message = wanted
-    before = next((c for c in shown if c.get("type") == SCHEDULED), None)
     since = before.get("lastTransitionTime") if before is not None and before.get("status") == status else None
     condition = {
         "type": SCHEDULED,
@@ -227,7 +232,12 @@ class VolcanoPodGroups:
         status: dict[str, Any] = {
             "phase": _phase(progress, min_member),
             **progress.counts(COUNTS),
-            "conditions": _conditions(progress.state, list(shown.get("conditions") or []), progress.now),
+            "conditions": _conditions(
+                progress.state,
+                list(shown.get("conditions") or []),
+                progress.now,
+                ran=progress.scheduled > 0 or progress.succeeded > 0,
+            ),
         }
         if not status["conditions"]:
             del status["conditions"]
