@@ -35,6 +35,7 @@ Pod = dict  # a pod as the watch delivers it
 
 
 SIZES = {"job-a": 5, "job-b": 5, "job-c": 5}
+FINISHING = "(finishing)"  # marks a job whose pods the test is ending, among the names of those that did
 LONG = "placeholderTimeoutInSeconds=120"
 
 
@@ -98,11 +99,11 @@ class Jobs:
                 self.running[app].add(meta["name"])
             if phase == "Succeeded":
                 self.succeeded[app].add(meta["name"])
-                if len(self.succeeded[app]) == self.sizes[app]:
+                if len(self.succeeded[app] - {FINISHING}) == self.sizes[app]:
                     self.done_at.setdefault(app, time.monotonic())
             if len(self.running[app]) == self.sizes[app] and app not in self.hold and not self.succeeded[app]:
                 finished = sorted(self.running[app])
-                self.succeeded[app].add("finishing")
+                self.succeeded[app].add(FINISHING)
         for name in finished:
             finish(self._cluster, self._namespace, name)
 
@@ -122,7 +123,7 @@ class Jobs:
                     else []
                 )
                 if names:
-                    self.succeeded[app].add("finishing")
+                    self.succeeded[app].add(FINISHING)
             for name in names:
                 finish(self._cluster, self._namespace, name)
 
