@@ -402,3 +402,12 @@ def test_a_native_gangs_bad_policy_or_missing_group_is_said(tmp_path: Path, caps
     alone.write_text(text.split("---", 1)[1])
     code, out = run(capsys, str(alone))
     assert code == 0 and "warning: names pod group training of the Workload API, which these files do not" in out
+
+
+def test_a_malformed_workload_api_object_is_an_error_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: training\nspec: [1]\n")
+    code, out = run(capsys, str(bad))
+    assert code == 1 and "a Workload API object whose metadata or spec is no map" in out, out

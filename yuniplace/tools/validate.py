@@ -177,6 +177,9 @@ def load_subjects(path: Path) -> Loaded:
         if not isinstance(document, Mapping):
             continue
         if workloadapi.version_named(str(document.get("apiVersion"))) is not None:
+            if not all(isinstance(document.get(part) or {}, Mapping) for part in ("metadata", "spec")):
+                loaded.problems.append((f"{path}#{index}", "a Workload API object whose metadata or spec is no map"))
+                continue
             loaded.native_groups.update((group.name, group) for group in workloadapi.groups_described(document))
         else:
             loaded.subjects += subjects_of(document, f"{path}#{index}")
