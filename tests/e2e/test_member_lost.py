@@ -5,9 +5,6 @@ report is all yuniplace does yet). A replacement that runs brings it back: GangR
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +19,7 @@ from tests.e2e.support import (
     gang_pod,
     is_running,
 )
+from tests.e2e.test_native_gangs import status
 from yuniplace.localcluster import wait_until
 
 WAIT_S = 60.0
@@ -43,15 +41,7 @@ def degraded_event(cluster: Cluster, namespace: str) -> dict[str, Any]:
 
 
 def status_row(cluster: Cluster, namespace: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "yuniplace", "status", f"--kubeconfig={cluster.kubeconfig}", "-n", namespace]
-        + ["-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    [row] = [row for row in json.loads(result.stdout) if row["application"] == "train"]
+    [row] = [row for row in status(cluster, "-n", namespace) if row["application"] == "train"]
     return row  # type: ignore[no-any-return]
 
 

@@ -153,12 +153,13 @@ def native_pods(
     *,
     cpu: str = "1",
     first: int = 0,
+    queue: str = "root.shared",
 ) -> list[str]:
-    """`count` bare pods of the native group `member` makes them part of, in queue root.shared,
-    created ungated as a Job controller creates them (the chart's webhook gates them)."""
+    """`count` bare pods of the native group `member` makes them part of, in `queue`, created ungated
+    as a Job controller creates them (the chart's webhook gates them)."""
     names = [f"{app}-{i}" for i in range(first, first + count)]
     for name in names:
-        pod = member(make_pod(name, cpu=cpu, memory="1Gi", labels=QUEUE))
+        pod = member(make_pod(name, cpu=cpu, memory="1Gi", labels={keys.YUNIKORN_QUEUE: queue}))
         cluster.create_pod(namespace, pod)
     return names
 
@@ -458,11 +459,7 @@ def test_a_reclaim_takes_a_native_gang_whole(
     put_queues(cluster, namespace, queues)
     configured(cluster, namespace, "QueuesApplied")
     member = native_group(cluster, namespace, "borrower", 3)
-    borrowers = [f"borrower-{i}" for i in range(3)]
-    for name in borrowers:
-        cluster.create_pod(
-            namespace, member(make_pod(name, cpu="3", memory="1Gi", labels={keys.YUNIKORN_QUEUE: "root.b"}))
-        )
+    borrowers = native_pods(cluster, namespace, member, "borrower", 3, cpu="3", queue="root.b")
     bound(cluster, namespace, borrowers)
     groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "4", "memory": "1Gi"}}]
     owners = [f"owner-{i}" for i in range(2)]
@@ -496,11 +493,7 @@ def test_the_readme_example_waits_for_its_queue_then_starts_whole(
     put_queues(cluster, namespace, queues_yaml("- name: training\n  resources:\n    max: {vcore: 8}"))
     configured(cluster, namespace, "QueuesApplied")
     member = native_group(cluster, namespace, "other", 2)
-    others = [f"other-{i}" for i in range(2)]
-    for name in others:
-        cluster.create_pod(
-            namespace, member(make_pod(name, cpu="2", memory="1Gi", labels={keys.YUNIKORN_QUEUE: "root.training"}))
-        )
+    others = native_pods(cluster, namespace, member, "other", 2, cpu="2", queue="root.training")
     bound(cluster, namespace, others)
     with NamespaceRecorder(cluster.client, namespace) as recorder:
         partial: list[str] = []
