@@ -5,9 +5,15 @@ figures are recorded on the reports (`record_property("figure", ...)`), never pr
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 from tests.e2e.conftest import kubernetes_version
 from yuniplace.localcluster.build import SUPPORTED_KUBERNETES
+
+# Property tests share the machine with e2e clusters under two workers: an example's time says nothing
+# of its correctness, so none has a deadline.
+settings.register_profile("shared-machine", deadline=None)
+settings.load_profile("shared-machine")
 
 
 def pytest_report_header() -> str:

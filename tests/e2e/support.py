@@ -13,7 +13,7 @@ import threading
 import urllib.request
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -342,6 +342,16 @@ class NamespaceRecorder:
         found: tuple[str, str] = wait_until(seen, timeout_s)
         return found
 
+    def wait_seen(self, names: Iterable[str], timeout_s: float = 30) -> None:
+        """Until this watch has seen each of these pods, which a read of the API may show first."""
+        wanted = set(names)
+
+        def all_seen() -> bool:
+            with self._lock:
+                return wanted <= self.latest.keys()
+
+        wait_until(all_seen, timeout_s)
+
     def placeholders_of(self, app: str) -> dict[str, set[str]]:
         """Every placeholder ever created for the application: name -> the UIDs it had (one, unless it
         was created again)."""
@@ -464,10 +474,11 @@ def fill(cluster: Cluster, namespace: str, place: Placement, node: str, name: st
 def assert_on_held_room(recorder: NamespaceRecorder, pods: list[Pod]) -> None:
     """Every pod was held by yuniplace's gate, and ran where yuniplace held room of its size for it: its
     seat, or the node of the placeholder whose place it took."""
+    recorder.wait_seen(pod["metadata"]["name"] for pod in pods)
     for pod in pods:
         name = pod["metadata"]["name"]
         assert keys.GATE in recorder.gates_seen[name], f"{name} was never gated"
-        notes = recorder.latest[name]["metadata"].get("annotations") or {}
+        notes = pod["metadata"].get("annotations") or {}
         held = notes.get(keys.SEAT) or recorder.placeholder_node(notes[keys.SWAP_PLACEHOLDER])[1]
         assert pod["spec"]["nodeName"] == held, (name, pod["spec"]["nodeName"], held)
 

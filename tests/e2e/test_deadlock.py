@@ -53,6 +53,7 @@ class Jobs:
         self.live_placeholders: dict[str, set[str]] = defaultdict(set)
         self.placed: dict[str, set[str]] = defaultdict(set)
         self.most_apps_holding_at_once = 0
+        self.fullest_holding: dict[str, str] = {}  # who held what when most held room at once
         self.standoff: dict[str, int] | None = None  # placed placeholders by app while all held some, none complete
         self.first_reserved: dict[str, float] = {}
         self.seated: dict[str, set[str]] = defaultdict(set)  # members started directly, until their job is done
@@ -108,9 +109,13 @@ class Jobs:
             finish(self._cluster, self._namespace, name)
 
     def _count_holding(self) -> None:
-        holding = {a for a, names in self.live_placeholders.items() if names}
-        holding |= {a for a, names in self.seated.items() if names}
-        self.most_apps_holding_at_once = max(self.most_apps_holding_at_once, len(holding))
+        holding = {a: f"{len(names)} placeholders" for a, names in self.live_placeholders.items() if names}
+        for app, names in self.seated.items():
+            if names:
+                holding[app] = ", ".join(filter(None, [holding.get(app), f"seated {sorted(names)}"]))
+        if len(holding) > self.most_apps_holding_at_once:
+            self.most_apps_holding_at_once = len(holding)
+            self.fullest_holding = holding
 
     def release(self, *apps: str) -> None:
         """Let held jobs finish (at once for those whose pods all run)."""
@@ -132,7 +137,8 @@ class Jobs:
             return (
                 f"placeholders placed {dict((a, len(n)) for a, n in self.placed.items())}, "
                 f"live {dict((a, len(n)) for a, n in self.live_placeholders.items())}, "
-                f"running {dict((a, len(n)) for a, n in self.running.items())}, standoff {self.standoff}"
+                f"running {dict((a, len(n)) for a, n in self.running.items())}, standoff {self.standoff}, "
+                f"most holding room at once {self.fullest_holding}"
             )
 
     def all_done(self) -> bool:
@@ -228,7 +234,7 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
     at once (ending both running jobs together, the third may rightly start in what each has freed)."""
     with Jobs(cluster, namespace, SIZES) as jobs:
         jobs.hold.update(SIZES)
-        started = time.monotonic()
+        began = time.monotonic()
         three_jobs_on_ten_slots(cluster, namespace, ten_slots, timeout_s=15)
         told = wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 60)
         waiter = told[0]["involvedObject"]["name"].rsplit("-", 1)[0]
@@ -237,8 +243,10 @@ def test_with_admission_three_gangs_on_ten_slots_all_complete(
         wait_until(lambda: first in jobs.done_at, 60)
         jobs.release(second, waiter)
         wait_until(jobs.all_done, 120)
-        makespan = max(jobs.done_at.values()) - started
-        assert jobs.most_apps_holding_at_once <= 2, "three gangs held room at once on room for two"
+        makespan = max(jobs.done_at.values()) - began
+        assert jobs.most_apps_holding_at_once <= 2, (
+            f"three gangs held room at once on room for two: {jobs.describe()}\n{started.log()}"
+        )
     assert not events_for(cluster, namespace, "PlaceholderTimeOut")
     waiting = events_for(cluster, namespace, "GangWaiting")
     assert "waiting for free capacity" in waiting[0]["message"] and "queue" in waiting[0]["message"], waiting

@@ -327,12 +327,11 @@ def test_a_member_larger_than_its_group_before_the_gang_starts_is_reserved_its_s
         namespace, place.pin(gang_pod("small", "mismatch", "executors", task_groups=groups, cpu="1", memory="1Gi"))
     )
     cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
-    cluster.wait_pod(namespace, "small", is_running)
-    cluster.wait_pod(namespace, "large", is_running)
+    running = [cluster.wait_pod(namespace, name, is_running) for name in ("small", "large")]
     assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
     warned = [e["message"] for e in events_for(cluster, namespace, "TaskGroupWarning")]
     assert any("task group executors" in m and "memory 1408Mi > 1Gi" in m for m in warned), warned
-    assert_on_held_room(recorder, [recorder.latest["small"], recorder.latest["large"]])
+    assert_on_held_room(recorder, running)
     wait_no_placeholders(cluster, namespace)
 
 

@@ -94,11 +94,12 @@ def test_no_member_runs_until_every_member_fits_as_it_is(
     worker_cpu = dict(order)["worker-0"]
     assert f"1 of 2 pods of (cpu {worker_cpu}, memory 256Mi) fit" in waiting["message"], waiting
     members = [f"{GANG}-{name}" for name, _ in order]
-    assert all(not recorder.latest[name]["spec"].get("nodeName") for name in members), "a member ran alone"
+    assert not [name for name in members if cluster.get_pod(namespace, name)["spec"].get("nodeName")], (
+        "a member ran alone"
+    )
 
     cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/blocker-{freed}", {"gracePeriodSeconds": 0})
-    for name in members:
-        cluster.wait_pod(namespace, name, is_running, timeout_s=60)
+    running = [cluster.wait_pod(namespace, name, is_running, timeout_s=60) for name in members]
     assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
     # Every member ran where room of its own size was held for it: its seat, or its shape's placeholder.
-    assert_on_held_room(recorder, [recorder.latest[name] for name in members])
+    assert_on_held_room(recorder, running)
