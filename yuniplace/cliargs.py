@@ -4,7 +4,9 @@ ConfigMap."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from yuniplace.gang.onloss import LossPolicy, OnLoss
 from yuniplace.gang.pods import DEFAULT_SCHEDULER
 from yuniplace.gang.taskgroups import Limits, Style
 
@@ -19,6 +21,15 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http-address", default="0.0.0.0:8080", help="/metrics, /healthz and /readyz (default: 0.0.0.0:8080)"
     )
+
+
+def _whole_from(low: int) -> Callable[[str], int]:
+    def whole(text: str) -> int:
+        if not text.isascii() or not text.isdigit() or int(text) < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low}, not {text}")
+        return int(text)
+
+    return whole
 
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +57,40 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
         help="manage gang pods of this scheduler (repeatable; default: default-scheduler); "
         "pods for other schedulers, YuniKorn's say, are left alone",
     )
+    loss = defaults.on_loss
+    lost = parser.add_argument_group(
+        "a started gang that loses a member (defaults; a gang's pod may ask otherwise with yuniplace.io/ annotations)"
+    )
+    lost.add_argument(
+        "--on-member-lost",
+        choices=[o.value for o in OnLoss],
+        default=loss.on_loss.value,
+        help="none: only report it; restart: evict the rest at once for its owner to make it again; release: "
+        "evict it whole once it has stayed below its minimum past the recovery timeout "
+        f"(default: {loss.on_loss.value})",
+    )
+    lost.add_argument(
+        "--restart-limit",
+        type=_whole_from(0),
+        default=loss.restart_limit,
+        metavar="N",
+        help=f"restarts (or releases) after which a further loss fails the gang (default: {loss.restart_limit})",
+    )
+    lost.add_argument(
+        "--recovery-timeout",
+        type=_whole_from(1),
+        default=loss.recovery_timeout_s,
+        metavar="SECONDS",
+        help=f"how long a release gang may stay below its minimum (default: {loss.recovery_timeout_s})",
+    )
+    lost.add_argument(
+        "--ready-timeout",
+        type=_whole_from(1),
+        default=loss.ready_timeout_s,
+        metavar="SECONDS",
+        help="how long a member may run without being Ready before it counts as lost "
+        f"(default: {loss.ready_timeout_s})",
+    )
 
 
 def schedulers_from(args: argparse.Namespace) -> frozenset[str]:
@@ -58,6 +103,7 @@ def limits_from(args: argparse.Namespace) -> Limits:
         default_style=Style(args.default_style),
         max_members_per_group=args.max_members_per_group,
         max_members_per_app=args.max_members_per_app,
+        on_loss=LossPolicy(OnLoss(args.on_member_lost), args.restart_limit, args.recovery_timeout, args.ready_timeout),
     )
 
 

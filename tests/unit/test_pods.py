@@ -334,6 +334,7 @@ FULL_POD: dict[str, Any] = {
         "hostIP": "10.0.0.1",
         "containerStatuses": [{"name": "main"}],
         "conditions": [
+            {"type": "Initialized", "status": "True"},
             {"type": "Ready", "status": "False"},
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-02T03:04:06Z"},
         ],
@@ -373,7 +374,10 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "phase": "Pending",
             "nominatedNodeName": "n2",
             "reason": "Evicted",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-02T03:04:06Z"}],
+            "conditions": [  # Ready: whether a started member came up (gang/losses.py)
+                {"type": "Ready", "status": "False"},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-02T03:04:06Z"},
+            ],
         },
     }
 

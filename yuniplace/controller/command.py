@@ -138,6 +138,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "admission chose, without placeholders; always: every gang reserves with placeholders first, as YuniKorn "
         "does",
     )
+    parser.add_argument(
+        "--restart-backoff",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="least time between two restarts of a gang for lost members, doubled each restart up to 10 minutes "
+        "(default: 10)",
+    )
+    parser.add_argument(
+        "--restarts-configmap",
+        type=configmap_argument,
+        metavar="NAMESPACE/NAME",
+        help="the ConfigMap keeping how often each gang was restarted for lost members, so that its restart "
+        "limit holds across its own restarts and the controller's (default: yuniplace-restarts in the namespace "
+        "of the Lease)",
+    )
     add_common_arguments(parser)
     election = parser.add_argument_group("leader election (run several replicas, one reconciles)")
     election.add_argument("--leader-elect", action="store_true", help="reconcile only while holding the Lease")
@@ -194,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
         schedulers=schedulers_from(args),
         always_nominate=args.swap_nomination == "always",
         strict_backoff_s=args.strict_backoff,
+        restart_backoff_s=args.restart_backoff,
     )
     controller = Controller(
         client,
@@ -204,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
         admission=args.admission == "capacity",
         rules=rules_from(args),
         queues_configmap=args.queues_configmap,
+        restarts_configmap=args.restarts_configmap or (args.leader_election_namespace, "yuniplace-restarts"),
     )
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
     webhook = webhook_command.start_webhook(args, limits, client) if args.webhook_address else None

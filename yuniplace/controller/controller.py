@@ -20,6 +20,7 @@ from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import Planner
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
+from yuniplace.controller.restarts import RestartLedger
 from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
@@ -41,6 +42,7 @@ MAX_RECONCILE_SPACING_S = 0.1
 RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
 SYNC_TIMEOUT_S = 120.0
+LOSS_ACTIONS = {Outcome.RESTARTED: "restarted", Outcome.RELEASED: "released", Outcome.RESTARTS_EXHAUSTED: "failed"}
 
 
 class Controller:
@@ -56,6 +58,7 @@ class Controller:
         admission: bool = True,
         rules: AdmissionRules = AdmissionRules(),
         queues_configmap: tuple[str, str] | None = None,
+        restarts_configmap: tuple[str, str] | None = None,
     ) -> None:
         self._client = client
         self._settings = settings
@@ -128,6 +131,9 @@ class Controller:
             decoding=watched.PODS,
         )
         self.synced = threading.Event()
+        # How often each gang was restarted for a lost member (None: counted in memory only).
+        where = restarts_configmap or ("", "")
+        self.restarts = RestartLedger(client if restarts_configmap else None, where[0], where[1], clock)
 
     # -- event handlers: update the store, enqueue; nothing else ------------------------------------
 
@@ -216,9 +222,11 @@ class Controller:
         if app.spec is None:
             return Surroundings(self.store.nodes_in_flight())
         peers = {ref: self._state_of(p.AppKey.parse(ref)) for ref in app.spec.gang_group if ref != str(app.key)}
+        owner = p.controller_of(app.originator) if app.originator is not None else None
+        restarts = None if owner is None else self.restarts.get(app.key, str(owner.get("uid") or ""))
         admission = self.admission
         if admission is None:
-            return Surroundings(self.store.nodes_in_flight(), peers=peers)
+            return Surroundings(self.store.nodes_in_flight(), peers=peers, restarts=restarts)
         standing = admission.standing(app.key, pending=app.state == AppState.PENDING)
         return Surroundings(
             self.store.nodes_in_flight(),
@@ -228,6 +236,7 @@ class Controller:
             queue=standing.queue,
             reclaimed=None if standing.reclaim is None else standing.reclaim.message,
             node_health=admission.room.node_health,
+            restarts=restarts,
         )
 
     def _node_event(self, kind: str, node: dict[str, Any]) -> None:
@@ -282,14 +291,19 @@ class Controller:
             with self._lock:
                 self._refusals[key] = refused.placeholders
             self.queue.add(key)
-        if refused.eviction is not None and plan.originator is not None and self.admission is not None:
-            # Not the whole gang may go: none of it does, and reclaim looks elsewhere.
-            self.admission.reclaim_refused(key)
+        if refused.eviction is not None and plan.originator is not None:
+            # Not the whole gang may go: none of it does; a reclaim looks elsewhere, a restart is tried
+            # again at the next look.
+            restarting = plan.restarts is not None
+            if not restarting and self.admission is not None:
+                self.admission.reclaim_refused(key)
             self.recorder.record(
                 plan.originator,
-                Reason.GANG_PREEMPTED,
+                Reason.GANG_RESTARTING if restarting else Reason.GANG_PREEMPTED,
                 f"cannot be evicted whole ({refused.eviction}); it keeps running",
             )
+        elif plan.restarts is not None:
+            self.restarts.record(key, plan.restarts)
         if plan.transition is not None or plan.evict:
             for ref in around.peers:  # a gang group moves together: the others look again
                 self.queue.add(p.AppKey.parse(ref))
@@ -320,6 +334,9 @@ class Controller:
             self.metrics.timeouts.labels(plan.spec.policy.on_timeout.value).inc()
         if Outcome.DEGRADED in plan.outcomes:
             self.metrics.degradations.inc()
+        for outcome, action in LOSS_ACTIONS.items():
+            if outcome in plan.outcomes:
+                self.metrics.loss_actions.labels(action).inc()
         if plan.placed_in is not None:
             self.metrics.placed_in(plan.placed_in)
         # Reported degraded now, or before (a restarted controller reads it from the record) and not recovered.
@@ -404,6 +421,7 @@ class Controller:
         while not self.synced.wait(1.0):
             if stop.is_set():
                 return
+        self.restarts.load()
         applications = self.store.keys()
         log.info("pod store synced: %d pods of %d applications; reconciling", len(self.store), len(applications))
         for key in applications:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.admission.tickets import Ticket
+from yuniplace.controller.restarts import Restarts
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.losses import NodeHealth, every_node_well
@@ -30,6 +31,7 @@ class Settings:
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS  # pods of other schedulers are not ours
     always_nominate: bool = False  # nominate every swapped member, contended or not (one write more each)
     strict_backoff_s: float = 10.0  # a released reservation's first wait before reserving again, doubled each attempt
+    restart_backoff_s: float = 10.0  # a restarted gang's least time before its next restart, doubled each restart
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,9 @@ class Outcome(enum.Enum):
     STARTED_DIRECTLY = "started directly"  # its members are released onto admission's seats, no placeholders
     TIMED_OUT = "timed out"  # it ran out of time (its timeout rule says what follows)
     DEGRADED = "degraded"  # a started gang fell below its minimum
+    RESTARTED = "restarted"  # a degraded gang was evicted whole for its owner to make it again
+    RELEASED = "released"  # a degraded gang that did not mend in time was evicted whole
+    RESTARTS_EXHAUSTED = "restarts exhausted"  # a degraded gang past its restart limit failed
 
 
 @dataclass
@@ -109,6 +114,8 @@ class Plan:
         default_factory=list
     )  # its pods, evicted whole (PodDisruptionBudgets permitting) or not at all
     spec: GangSpec | None = None
+    # The gang's restarts once the eviction in `evict` is done (controller/restarts.py), to be kept.
+    restarts: Restarts | None = None
     # The topology domains each member it swaps in or releases is kept in (by uid; members of a gang
     # that requires none are not listed).
     pins: dict[str, tuple[Pin, ...]] = field(default_factory=dict)
@@ -147,3 +154,4 @@ class Surroundings:
     queue: str | None = None  # the queue admission placed it in
     reclaimed: str | None = None  # why its room is taken back for the queue that lent it, while it is
     node_health: NodeHealth = every_node_well  # how the nodes its members are on stand
+    restarts: Restarts | None = None  # how often it was restarted for a lost member, for its current owner

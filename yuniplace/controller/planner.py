@@ -28,11 +28,13 @@ from yuniplace.controller.plan import (
     Swap,
 )
 from yuniplace.controller.podgroupstatus import pod_group_status
+from yuniplace.controller.restarts import Restarts
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
-from yuniplace.gang.losses import losses_of
+from yuniplace.gang.losses import Losses, Readiness, losses_of
+from yuniplace.gang.onloss import LossPolicy, OnLoss
 from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.resources import (
     format_quantity,
@@ -51,6 +53,7 @@ RESYNC_S = 60.0
 IN_FLIGHT_RECHECK_S = 2.0
 # How long a started gang may be below its minimum before it is reported degraded.
 LOSS_GRACE_S = 5.0
+MAX_RESTART_BACKOFF_S = 600.0
 MAX_STRICT_BACKOFF_S = 300.0
 # kube-scheduler's verdict on a pod it could place nowhere.
 UNSCHEDULABLE = "Unschedulable"
@@ -159,7 +162,11 @@ class Planner:
             if successor is not None:
                 self._carry_on(successor, members)
             elif app.state in (AppState.PENDING, AppState.RESERVING):
-                self._reserve(members)
+                exhausted = self.around.restarts
+                if exhausted is not None and exhausted.failed:
+                    self._fail_restarts_exhausted(exhausted)
+                else:
+                    self._reserve(members)
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
                 if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
                     self._swap(members)
@@ -936,23 +943,34 @@ class Planner:
 
     def _watch_losses(self) -> None:
         """Say when a started gang has been below its minimum for LOSS_GRACE_S (members lost:
-        gang/losses.py), and when it is back at it. The grace lets what ends a gang on purpose (a Spark
-        driver deleting its executors before it completes) or mends it at once (a Job replacing a pod)
-        pass unreported; the record keeps since when, and whether it was said, so each is said once."""
+        gang/losses.py), act on it as its policy says (gang/onloss.py), and say when it is back. The
+        grace lets what ends a gang on purpose (a Spark driver deleting its executors before it
+        completes) or mends it at once (a Job replacing a pod) pass unreported; the record keeps since
+        when, and whether it was said, so each is said once."""
         app, plan = self.app, self.plan_
-        losses = losses_of(app.members, self.spec.min_members, self.around.node_health)
+        policy = self.spec.on_loss
+        losses = losses_of(
+            app.members, self.spec.min_members, self.around.node_health, Readiness(self.now, policy.ready_timeout_s)
+        )
         record = app.record
         if losses.degraded:
             since = record.degraded_since
             if since is None:
                 plan.annotate[keys.DEGRADED_SINCE] = p.format_time(self.now)
                 self._requeue_within(LOSS_GRACE_S)
-            elif not record.degraded_reported and self.now >= since + LOSS_GRACE_S:
+                return
+            if self.now < since + LOSS_GRACE_S:
+                self._requeue_within(since + LOSS_GRACE_S - self.now)
+                return
+            if not record.degraded_reported:
                 plan.annotate[keys.DEGRADED_REPORTED] = "true"
                 plan.outcomes.append(Outcome.DEGRADED)
-                self._event(self.originator, Reason.GANG_DEGRADED, f"the gang is degraded: {losses.describe()}")
-            elif not record.degraded_reported:
-                self._requeue_within(since + LOSS_GRACE_S - self.now)
+                self._event(
+                    self.originator,
+                    Reason.GANG_DEGRADED,
+                    f"the gang is degraded: {losses.describe()}; {self._what_follows(policy)}",
+                )
+            self._act_on_loss(losses, since)
         elif record.degraded_since is not None:
             plan.annotate[keys.DEGRADED_SINCE] = None
             plan.annotate[keys.DEGRADED_REPORTED] = None
@@ -964,6 +982,87 @@ class Planner:
                     f"back at its minimum after {self.now - record.degraded_since:.0f}s degraded: {losses.up} of "
                     f"{losses.minimum} members up{done}",
                 )
+
+    def _what_follows(self, policy: LossPolicy) -> str:
+        """What its policy does next, as the GangDegraded event says it."""
+        owner = p.controller_of(self.originator)
+        if policy.on_loss == OnLoss.RESTART:
+            if owner is None:
+                return f"{keys.ON_MEMBER_LOST} is restart, but its pods have no owner to make them again: not restarted"
+            return f"restarting it whole ({keys.ON_MEMBER_LOST}: restart)"
+        if policy.on_loss == OnLoss.RELEASE:
+            return (
+                f"evicting it whole unless it is back at its minimum within {policy.recovery_timeout_s}s "
+                f"({keys.ON_MEMBER_LOST}: release)"
+            )
+        return f"it keeps running as it is ({keys.ON_MEMBER_LOST}: none)"
+
+    def _act_on_loss(self, losses: Losses, since: float) -> None:
+        """Restart or release a degraded gang: evict all of its pods still there together (its owner
+        makes them again, and the gang is admitted and started whole as a new attempt), after a
+        backoff that doubles with each restart; past its restart limit it fails instead."""
+        app, plan, policy = self.app, self.plan_, self.spec.on_loss
+        remaining = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
+        if policy.on_loss == OnLoss.NONE or not remaining:
+            return  # only reported; or evicted already, its pods on their way out
+        owner = p.controller_of(self.originator)
+        if policy.on_loss == OnLoss.RESTART and owner is None:
+            return  # said so in the GangDegraded event: nothing would make its pods again
+        if policy.on_loss == OnLoss.RELEASE and self.now < since + policy.recovery_timeout_s:
+            self._requeue_within(since + policy.recovery_timeout_s - self.now)
+            return
+        history = self.around.restarts
+        count = 0 if history is None else history.count
+        owner_uid = "" if owner is None else str(owner.get("uid") or "")
+        if history is not None and policy.on_loss == OnLoss.RESTART and count < policy.restart_limit:
+            next_at = history.last_at + min(MAX_RESTART_BACKOFF_S, self.settings.restart_backoff_s * 2 ** (count - 1))
+            if self.now < next_at:
+                self._requeue_within(next_at - self.now)
+                return
+        plan.evict = remaining
+        plan.delete += [ph for ph in app.live_placeholders() if ph not in plan.delete]
+        pods = "its pod" if len(remaining) == 1 else f"its {len(remaining)} pods"
+        lost = f"{losses.minimum - losses.up - losses.done} of its minimum {losses.minimum} members lost"
+        if owner is not None and count >= policy.restart_limit:
+            plan.state = AppState.FAILED
+            plan.outcomes.append(Outcome.RESTARTS_EXHAUSTED)
+            plan.restarts = Restarts(owner_uid, count, self.now, failed=True)
+            self._event(
+                self.originator,
+                Reason.APPLICATION_FAILED,
+                f"{lost} after {count} restart(s), its limit ({keys.RESTART_LIMIT}: {policy.restart_limit}): the "
+                f"application fails; evicting {pods}, and every new pod of it fails at once",
+            )
+            return
+        made_again = "" if owner is None else f" for {owner.get('kind')} {owner.get('name')} to make them again"
+        if owner is not None:
+            plan.restarts = Restarts(owner_uid, count + 1, self.now)
+        attempt = "" if owner is None else f" (restart {count + 1} of at most {policy.restart_limit})"
+        if policy.on_loss == OnLoss.RESTART:
+            plan.outcomes.append(Outcome.RESTARTED)
+            self._event(
+                self.originator, Reason.GANG_RESTARTING, f"{lost}: evicting {pods} together{made_again}{attempt}"
+            )
+        else:
+            plan.outcomes.append(Outcome.RELEASED)
+            self._event(
+                self.originator,
+                Reason.GANG_RELEASED,
+                f"{lost} for {self.now - since:.0f}s, past its recovery timeout ({policy.recovery_timeout_s}s): "
+                f"evicting {pods} to give its room back{made_again}{attempt}",
+            )
+
+    def _fail_restarts_exhausted(self, history: Restarts) -> None:
+        """A new attempt of a gang that failed past its restart limit (its owner made its pods again):
+        each of its pods fails at once, as Hard style fails a gang, so the owner sees them fail."""
+        self.plan_.state = AppState.FAILED
+        self._release_everything(
+            failure=(
+                Reason.APPLICATION_FAILED,
+                f"application {self.app.key.app_id} failed after {history.count} restart(s) for lost members, its "
+                f"limit ({keys.RESTART_LIMIT})",
+            )
+        )
 
     def _requeue_within(self, delay_s: float) -> None:
         """Look again within `delay_s`, or sooner if the plan already says so."""

@@ -27,6 +27,7 @@ from yuniplace.gang.taskgroups import (
     Problem,
     Style,
     TaskGroup,
+    loss_policy_of,
     parse_gang,
     style_of,
 )
@@ -44,20 +45,25 @@ def read_gang(
     """The gang `pod` describes, in whichever dialect it is written (`pod_group`: the PodGroup a pod of
     that dialect names; `members`: the application's pods, whose tasks size a Volcano gang's task
     groups); InvalidGang names every problem in the dialect's own terms. The gang's topology domains
-    are asked alike in every dialect (yuniplace's annotation, or Kueue's), on the same pod."""
+    are asked alike in every dialect (yuniplace's annotation, or Kueue's), on the same pod, as is what it
+    does when it loses a member once started."""
     dialect = dialect_of(pod)
     notes = p.annotations_of(pod)
+    wrong: list[Problem] = []
     try:
         asked = topology.asked(notes)
-        wrong: list[Problem] = []
     except BadTopology as bad:
-        asked, wrong = topology.Asked(), [Problem(bad.field, bad.value, bad.expected)]
+        asked = topology.Asked()
+        wrong.append(Problem(bad.field, bad.value, bad.expected))
+    on_loss = loss_policy_of(notes, limits.on_loss, wrong)
     try:
         spec = parse_gang(notes, limits) if dialect is None else dialect.spec(pod, pod_group, members, limits)
     except InvalidGang as error:
         raise InvalidGang([*error.problems, *wrong]) from None
     if wrong:
         raise InvalidGang(wrong)
+    if on_loss != spec.on_loss:
+        spec = dataclasses.replace(spec, on_loss=on_loss)
     if asked.topology is None:
         return spec
     return dataclasses.replace(spec, topology=asked.topology, warnings=spec.warnings + asked.warnings)

@@ -41,6 +41,11 @@ RETRY_AFTER = "yuniplace.io/retry-after"
 # Gang options yuniplace adds to YuniKorn's dialect (Koordinator's annotations map onto them).
 GANG_MODE = "yuniplace.io/gang-mode"
 GANG_GROUP = "yuniplace.io/gang-group"
+# What a started gang that loses a member does (gang/onloss.py), asked on the pod that describes it.
+ON_MEMBER_LOST = "yuniplace.io/on-member-lost"
+RESTART_LIMIT = "yuniplace.io/restart-limit"
+RECOVERY_TIMEOUT = "yuniplace.io/recovery-timeout-seconds"
+READY_TIMEOUT = "yuniplace.io/ready-timeout-seconds"
 # A gang's topology domains (gang/topology.py): asked on the pod that describes the gang (or as a key of
 # one task group), and the domains admission chose, recorded on the originator.
 TOPOLOGY = "yuniplace.io/topology"

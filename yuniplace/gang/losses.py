@@ -1,7 +1,7 @@
 """A started gang that lost members: which, and why.
 
 A gang starts whole, but a distributed job whose member is gone (its node deleted or NotReady, the pod
-evicted, failed or deleted) usually hangs: the others wait on a collective that never completes, holding
+evicted, failed or deleted, or never Ready) usually hangs: the others wait on a collective that never completes, holding
 their room. yuniplace reports it: a gang whose members up (bound or on their way to their room, on a
 node that is there and Ready, not failed, not being deleted) and done (Succeeded: a member that finished
 is no loss) are fewer than its minimum, for a loss (members lost, or gone so that those still coming
@@ -65,7 +65,16 @@ class Losses:
         return "; ".join(parts)
 
 
-def _why_lost(member: Pod, node_health: NodeHealth) -> str | None:
+@dataclass(frozen=True)
+class Readiness:
+    """How long a bound member may go without being Ready before it counts as lost (its image never
+    pulled, its program never came up): at `now`, after `timeout_s`."""
+
+    now: float
+    timeout_s: float
+
+
+def _why_lost(member: Pod, node_health: NodeHealth, readiness: Readiness | None) -> str | None:
     """Why a bound member no longer runs, or None while it does."""
     if p.phase(member) == "Failed":
         reason = p.status_reason(member)
@@ -74,16 +83,26 @@ def _why_lost(member: Pod, node_health: NodeHealth) -> str | None:
         return "is being deleted"
     node = p.node_name(member)
     health = node_health(node) if node else None
-    return f"(its node {node} {health})" if health else None
+    if health:
+        return f"(its node {node} {health})"
+    since = p.unready_since(member) if readiness is not None else None
+    if readiness is not None and since is not None and readiness.now - since >= readiness.timeout_s:
+        return f"not Ready for {readiness.now - since:.0f}s"
+    return None
 
 
-def losses_of(members: Sequence[Pod], minimum: int, node_health: NodeHealth = every_node_well) -> Losses:
+def losses_of(
+    members: Sequence[Pod],
+    minimum: int,
+    node_health: NodeHealth = every_node_well,
+    readiness: Readiness | None = None,
+) -> Losses:
     up = done = coming = 0
     lost: list[Lost] = []
     for member in members:
         if p.phase(member) == "Succeeded":
             done += 1
-        elif (why := _why_lost(member, node_health)) is not None:
+        elif (why := _why_lost(member, node_health, readiness)) is not None:
             lost.append(Lost(p.name(member), why))
         elif p.is_seated(member):  # bound, or released onto its room and on its way there
             up += 1

@@ -98,9 +98,16 @@ def _app_id(pod: Mapping[str, Any], dialect: GangDialect | None, gang_pod: bool)
         if value:
             return value
     if gang_pod:
-        owner = next((o for o in pod.get("metadata", {}).get("ownerReferences") or [] if o.get("controller")), None)
-        return str(owner["name"]) if owner else pod.get("metadata", {}).get("name") or None
+        owner = controller_of(pod)
+        return str(owner.get("name")) if owner else pod.get("metadata", {}).get("name") or None
     return None
+
+
+def controller_of(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's controlling owner (a Job, a ReplicaSet, an operator's object), which makes it again
+    when it goes; None for a pod that stands alone."""
+    refs = pod.get("metadata", {}).get("ownerReferences") or []
+    return next((o for o in refs if isinstance(o, Mapping) and o.get("controller")), None)
 
 
 def app_id(pod: Mapping[str, Any]) -> str | None:
@@ -292,6 +299,17 @@ def scheduled_at(pod: Mapping[str, Any]) -> float | None:
     return None
 
 
+def unready_since(pod: Mapping[str, Any]) -> float | None:
+    """Since when a pod bound to a node has not been Ready (its Ready condition's last change, or its
+    binding while the kubelet has not said yet); None when it is Ready, or not bound."""
+    if not node_name(pod):
+        return None
+    ready = next((c for c in pod.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+    if ready is None:
+        return scheduled_at(pod)
+    return None if ready.get("status") == "True" else parse_time(ready.get("lastTransitionTime"))
+
+
 KEPT_METADATA = (
     "name",
     "namespace",
@@ -314,7 +332,8 @@ KEPT_SPEC = (
     "affinity",
     "serviceAccountName",
 )
-KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions")  # of the conditions, PodScheduled only
+KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions")  # of the conditions, KEPT_CONDITIONS only
+KEPT_CONDITIONS = ("PodScheduled", "Ready")
 KEPT_CONTAINER = ("name", "resources", "restartPolicy")
 # Besides, each pod keeps the fields its gang's dialect reads (GangDialect.spec_fields), and only
 # those: every pod carries the default tolerations, say, and keeping them for all would cost megabytes
@@ -338,9 +357,9 @@ def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     if spec.get("initContainers"):
         kept_spec["initContainers"] = _resources_only(spec.get("initContainers"))
     kept_status: dict[str, Any] = {k: status[k] for k in KEPT_STATUS if k in status and k != "conditions"}
-    scheduled = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
-    if scheduled:
-        kept_status["conditions"] = scheduled
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") in KEPT_CONDITIONS]
+    if conditions:
+        kept_status["conditions"] = conditions
     return {
         "metadata": {k: metadata[k] for k in KEPT_METADATA if k in metadata},
         "spec": kept_spec,

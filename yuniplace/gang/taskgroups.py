@@ -18,6 +18,7 @@ from typing import Any
 
 from yuniplace import boundedjson
 from yuniplace.gang import keys, topology
+from yuniplace.gang.onloss import LossPolicy, OnLoss
 from yuniplace.gang.topology import BadTopology, Topology
 from yuniplace.kube import parse_quantity
 
@@ -76,6 +77,7 @@ class Limits:
     default_timeout_s: int = 15 * 60
     default_style: Style = Style.SOFT
     max_timeout_s: int = 7 * 24 * 3600
+    on_loss: LossPolicy = field(default_factory=LossPolicy)  # what a started gang losing a member does by default
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ class GangSpec:
     # kube-scheduler's workload-aware preemption disrupts it, whole (a native PodGroup's disruptionMode
     # all): yuniplace never takes it as a victim of a reclaim.
     disrupted_by_kube_scheduler: bool = False
+    # What it does when, started, it loses a member (gang/onloss.py), as its pod asks or the default.
+    on_loss: LossPolicy = field(default_factory=LossPolicy)
 
     def group(self, name: str) -> TaskGroup | None:
         return next((g for g in self.groups if g.name == name), None)
@@ -423,6 +427,42 @@ def gang_group(text: str | None, where: str, problems: list[Problem]) -> tuple[s
         problems.append(Problem(where, bad[0], 'is not "namespace/app-id"'))
         return ()
     return tuple(dict.fromkeys(raw))
+
+
+MAX_RESTART_LIMIT = 1000
+
+
+def _whole(notes: Mapping[str, str], key: str, default: int, low: int, high: int, problems: list[Problem]) -> int:
+    text = notes.get(key)
+    if text is None:
+        return default
+    if re.fullmatch(r"[0-9]{1,9}", text.strip()) and low <= int(text) <= high:
+        return int(text)
+    problems.append(Problem(key, text, f"must be a whole number from {low} to {high}"))
+    return default
+
+
+def loss_policy_of(notes: Mapping[str, str], default: LossPolicy, problems: list[Problem]) -> LossPolicy:
+    """What the gang does when it loses a member, as the pod describing it asks (in any dialect), each
+    annotation not given taken from `default`; each value that cannot be read is a Problem naming it."""
+    if not any(key in notes for key in LOSS_KEYS):
+        return default
+    on_loss = default.on_loss
+    text = notes.get(keys.ON_MEMBER_LOST)
+    if text is not None:
+        matched = next((o for o in OnLoss if o.value == text.strip().lower()), None)
+        if matched is None:
+            problems.append(Problem(keys.ON_MEMBER_LOST, text, "must be none, restart or release"))
+        on_loss = matched or on_loss
+    return LossPolicy(
+        on_loss,
+        _whole(notes, keys.RESTART_LIMIT, default.restart_limit, 0, MAX_RESTART_LIMIT, problems),
+        _whole(notes, keys.RECOVERY_TIMEOUT, default.recovery_timeout_s, 1, Limits.max_timeout_s, problems),
+        _whole(notes, keys.READY_TIMEOUT, default.ready_timeout_s, 1, Limits.max_timeout_s, problems),
+    )
+
+
+LOSS_KEYS = (keys.ON_MEMBER_LOST, keys.RESTART_LIMIT, keys.RECOVERY_TIMEOUT, keys.READY_TIMEOUT)
 
 
 def parse_gang(annotations: Mapping[str, str], limits: Limits = Limits()) -> GangSpec:

@@ -72,6 +72,8 @@ class Reason(enum.StrEnum):
     NATIVE_GANG = "NativeGang", "Observe", NORMAL
     GANG_DEGRADED = "GangDegraded", "Observe", WARNING
     GANG_RECOVERED = "GangRecovered", "Observe", NORMAL
+    GANG_RESTARTING = "GangRestarting", "Restart", WARNING
+    GANG_RELEASED = "GangReleased", "Release", WARNING
 
 
 # A pod yuniplace failed carries one of its reasons as its status reason.

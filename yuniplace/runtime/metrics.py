@@ -74,7 +74,15 @@ class Metrics:
         )
         self.degradations = Counter(
             "yuniplace_gangs_degraded_total",
-            "Started gangs reported below their minimum (members lost: failed, evicted, deleted, on a node gone).",
+            "Started gangs reported below their minimum (members lost: failed, evicted, deleted, on a node gone, "
+            "not Ready in time).",
+            registry=r,
+        )
+        self.loss_actions = Counter(
+            "yuniplace_gang_loss_actions_total",
+            "What degraded gangs' policies did: restarted (evicted whole for their owner to make them again), "
+            "released (evicted whole after their recovery timeout) or failed (past their restart limit).",
+            ["action"],
             registry=r,
         )
         self.degraded = Gauge(

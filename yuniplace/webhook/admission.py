@@ -24,6 +24,7 @@ from yuniplace.gang.taskgroups import (
     InvalidGang,
     Limits,
     check_member,
+    loss_policy_of,
 )
 from yuniplace.webhook import identity
 from yuniplace.webhook.identity import DEFAULT_TRUST, Trust
@@ -235,6 +236,7 @@ def problems_of(
         # Its PodGroup may be created after it, and the controller reports a missing one: only what
         # the pod says itself is checked here.
         problems = dialect.own_problems(pod, limits)
+        loss_policy_of(p.annotations_of(pod), limits.on_loss, problems)  # read on the pod in every dialect
         return str(InvalidGang(problems)) if problems else None
     # The pod as the application it would be on its own: what the controller will read of it.
     app = Application.of(p.AppKey("", ""), [dict(pod)], limits=limits)

@@ -86,6 +86,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (include "yuniplace.fullname" .) .Values.leaderElection.leaseName }}
 {{- end }}
 
+{{- define "yuniplace.restartsConfigMapName" -}}
+{{- printf "%s-restarts" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "yuniplace.webhookServiceName" -}}
 {{- printf "%s-webhook" (include "yuniplace.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}

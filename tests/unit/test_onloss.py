@@ -1,0 +1,276 @@
+"""What a degraded gang does (gang/onloss.py, the planner's loss watch) and how its restarts are counted
+(controller/restarts.py): the policy read from its pod, restart, release, the backoff, the limit, bare
+pods, members never Ready, and the ConfigMap that keeps the counts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.unit.test_losses import running_gang, with_record
+from tests.unit.test_plan import KEY, NOW, assert_consistent, driver, executor, reasons
+from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
+from yuniplace.controller.planner import LOSS_GRACE_S, Planner
+from yuniplace.controller.restarts import MEMORY_S, RestartLedger, Restarts
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.application import Application
+from yuniplace.gang.losses import Readiness, losses_of
+from yuniplace.gang.onloss import LossPolicy, OnLoss
+from yuniplace.gang.state import AppState
+from yuniplace.gang.taskgroups import Limits, Problem, loss_policy_of
+from yuniplace.kube.errors import NotFound
+from yuniplace.webhook.admission import problems_of
+
+Pod = dict[str, Any]
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid", "controller": True}
+
+
+def degraded_gang(policy: dict[str, str] | None = None, *, owned: bool = True, since: float = NOW - 10) -> list[Pod]:
+    """A started gang of 3 whose executor 1 failed, reported degraded since `since`, its pods owned by a
+    Job unless `owned` is False, its driver asking `policy`."""
+    pods = running_gang(phase="Failed")
+    for pod in pods:
+        if owned:
+            pod["metadata"]["ownerReferences"] = [dict(JOB)]
+    pods[0]["metadata"]["annotations"].update(policy or {})
+    return with_record(pods, {keys.DEGRADED_SINCE: p.format_time(since), keys.DEGRADED_REPORTED: "true"})
+
+
+def plan_for(pods: list[Pod], restarts: Restarts | None = None, now: float = NOW, **settings: Any) -> Plan:
+    plan = Planner(
+        Application.of(KEY, pods, limits=Limits()), now, Settings(**settings), Surroundings(restarts=restarts)
+    ).plan()
+    assert_consistent(plan)
+    return plan
+
+
+RESTART = {keys.ON_MEMBER_LOST: "restart"}
+RELEASE = {keys.ON_MEMBER_LOST: "release", keys.RECOVERY_TIMEOUT: "30"}
+
+
+# -- the policy as a pod asks it ---------------------------------------------------------------------
+
+
+def test_a_policy_not_asked_is_the_default_and_each_annotation_overrides_its_part() -> None:
+    default = LossPolicy(OnLoss.RELEASE, 2, 90, 120)
+    problems: list[Problem] = []
+    assert loss_policy_of({}, default, problems) is default
+    asked = {keys.ON_MEMBER_LOST: "Restart", keys.RESTART_LIMIT: "5", keys.READY_TIMEOUT: "30"}
+    assert loss_policy_of(asked, default, problems) == LossPolicy(OnLoss.RESTART, 5, 90, 30)
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        (keys.ON_MEMBER_LOST, "reboot", "must be none, restart or release"),
+        (keys.RESTART_LIMIT, "-1", "must be a whole number from 0 to 1000"),
+        (keys.RECOVERY_TIMEOUT, "0", "must be a whole number from 1 to 604800"),
+        (keys.READY_TIMEOUT, "5m", "must be a whole number from 1 to 604800"),
+    ],
+)
+def test_a_policy_that_cannot_be_read_names_its_annotation_and_the_webhook_refuses_it(
+    key: str, value: str, expected: str
+) -> None:
+    problems: list[Problem] = []
+    assert loss_policy_of({key: value}, LossPolicy(), problems) == LossPolicy()
+    assert [str(problem) for problem in problems] == [f'{key}: "{value}" {expected}']
+    pod = running_gang()[0]
+    pod["metadata"]["annotations"][key] = value
+    refused = problems_of(pod)
+    assert refused is not None and key in refused and expected in refused
+
+
+def test_the_policy_a_pod_asks_is_the_gangs() -> None:
+    pods = degraded_gang(RESTART)
+    app = Application.of(KEY, pods, limits=Limits(on_loss=LossPolicy(restart_limit=7)))
+    assert app.spec is not None and app.spec.on_loss == LossPolicy(OnLoss.RESTART, restart_limit=7)
+
+
+# -- restart -----------------------------------------------------------------------------------------
+
+
+def test_restart_evicts_every_member_still_there_together_and_counts_it() -> None:
+    plan = plan_for(degraded_gang(RESTART))
+    assert sorted(p.name(pod) for pod in plan.evict) == ["driver", "exec-0"]  # exec-1 failed: gone already
+    [event] = [e for e in plan.events if e.reason == "GangRestarting"]
+    assert event.note == (
+        "1 of its minimum 3 members lost: evicting its 2 pods together for Job train to make them again "
+        "(restart 1 of at most 3)"
+    )
+    assert plan.restarts == Restarts("job-uid", 1, NOW) and Outcome.RESTARTED in plan.outcomes
+    assert plan.state == AppState.RUNNING
+
+
+def test_a_gang_being_evicted_is_not_evicted_again() -> None:
+    pods = degraded_gang(RESTART)
+    for pod in pods[:2]:
+        pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+    plan = plan_for(pods, Restarts("job-uid", 1, NOW - 1))
+    assert not plan.evict and plan.restarts is None
+
+
+def test_the_first_report_says_what_follows_and_restart_follows_at_once() -> None:
+    pods = running_gang(phase="Failed")
+    for pod in pods:
+        pod["metadata"]["ownerReferences"] = [dict(JOB)]
+    pods[0]["metadata"]["annotations"].update(RESTART)
+    pods = with_record(pods, {keys.DEGRADED_SINCE: p.format_time(NOW - LOSS_GRACE_S)})
+    plan = plan_for(pods)
+    assert reasons(plan) == ["GangDegraded", "GangRestarting"]
+    assert plan.events[0].note.endswith("; restarting it whole (yuniplace.io/on-member-lost: restart)")
+
+
+def test_restarts_are_spaced_by_a_backoff_that_doubles() -> None:
+    waiting = plan_for(degraded_gang(RESTART), Restarts("job-uid", 2, NOW - 15), restart_backoff_s=10)
+    assert not waiting.evict and waiting.requeue_after_s == pytest.approx(5)  # 10 * 2 after the second
+    due = plan_for(degraded_gang(RESTART), Restarts("job-uid", 2, NOW - 20), restart_backoff_s=10)
+    assert due.evict and due.restarts == Restarts("job-uid", 3, NOW)
+
+
+def test_past_its_limit_the_gang_fails_and_says_why() -> None:
+    plan = plan_for(degraded_gang({**RESTART, keys.RESTART_LIMIT: "2"}), Restarts("job-uid", 2, NOW - 600))
+    assert plan.state == AppState.FAILED and sorted(p.name(pod) for pod in plan.evict) == ["driver", "exec-0"]
+    [event] = [e for e in plan.events if e.reason == "ApplicationFailed"]
+    assert event.note.startswith("1 of its minimum 3 members lost after 2 restart(s), its limit")
+    assert plan.restarts == Restarts("job-uid", 2, NOW, failed=True) and Outcome.RESTARTS_EXHAUSTED in plan.outcomes
+
+
+def test_a_new_attempt_of_a_gang_failed_past_its_limit_fails_at_once() -> None:
+    """Its Job made its pods again: they are failed while gated, so the Job sees them fail."""
+    pods = [driver(), executor(0), executor(1)]
+    plan = plan_for(pods, Restarts("job-uid", 3, NOW - 5, failed=True))
+    assert plan.state == AppState.FAILED
+    assert sorted(p.name(f.pod) for f in plan.fail) == ["driver", "exec-0", "exec-1"]
+    assert {f.reason for f in plan.fail} == {"ApplicationFailed"} and not plan.create
+
+
+def test_a_gang_of_bare_pods_is_reported_never_restarted() -> None:
+    pods = running_gang(phase="Failed")
+    pods[0]["metadata"]["annotations"].update(RESTART)
+    pods = with_record(pods, {keys.DEGRADED_SINCE: p.format_time(NOW - LOSS_GRACE_S)})
+    plan = plan_for(pods)
+    assert not plan.evict and plan.restarts is None
+    [event] = plan.events
+    assert event.reason == "GangDegraded" and event.note.endswith(
+        "yuniplace.io/on-member-lost is restart, but its pods have no owner to make them again: not restarted"
+    )
+
+
+def test_none_only_reports() -> None:
+    plan = plan_for(degraded_gang())
+    assert not plan.evict and not plan.events
+
+
+# -- release -----------------------------------------------------------------------------------------
+
+
+def test_release_waits_out_its_recovery_timeout_then_evicts_the_gang_whole() -> None:
+    early = plan_for(degraded_gang(RELEASE, since=NOW - 10))
+    assert not early.evict and early.requeue_after_s == pytest.approx(20)
+    late = plan_for(degraded_gang(RELEASE, since=NOW - 30))
+    assert sorted(p.name(pod) for pod in late.evict) == ["driver", "exec-0"]
+    [event] = [e for e in late.events if e.reason == "GangReleased"]
+    assert "past its recovery timeout (30s): evicting its 2 pods to give its room back" in event.note
+    assert late.restarts == Restarts("job-uid", 1, NOW) and Outcome.RELEASED in late.outcomes
+
+
+def test_release_evicts_bare_pods_too_and_counts_nothing() -> None:
+    plan = plan_for(degraded_gang(RELEASE, owned=False, since=NOW - 31))
+    assert plan.evict and plan.restarts is None
+    [event] = [e for e in plan.events if e.reason == "GangReleased"]
+    assert event.note.endswith("to give its room back")
+
+
+# -- ready -------------------------------------------------------------------------------------------
+
+
+def unready(pod: Pod, since: float) -> Pod:
+    pod.setdefault("status", {})["conditions"] = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": p.format_time(since - 1)},
+        {"type": "Ready", "status": "False", "lastTransitionTime": p.format_time(since)},
+    ]
+    return pod
+
+
+def test_a_member_not_ready_past_the_ready_timeout_is_lost() -> None:
+    members = running_gang()[1:]
+    unready(members[1], NOW - 400)
+    lost = losses_of(members, 2, readiness=Readiness(NOW, 300))
+    assert [(x.member, x.why) for x in lost.lost] == [("exec-1", "not Ready for 400s")] and lost.degraded
+    assert not losses_of(members, 2, readiness=Readiness(NOW, 500)).degraded
+    assert not losses_of(members, 2).degraded  # without a timeout, Ready is not asked
+
+
+def test_a_gang_whose_member_never_came_up_is_degraded_by_its_ready_timeout() -> None:
+    pods = running_gang()
+    unready(pods[2], NOW - 61)
+    pods[0]["metadata"]["annotations"][keys.READY_TIMEOUT] = "60"
+    assert keys.DEGRADED_SINCE in plan_for(pods).annotate
+    pods[0]["metadata"]["annotations"][keys.READY_TIMEOUT] = "120"
+    assert keys.DEGRADED_SINCE not in plan_for(pods).annotate
+
+
+# -- the counts kept ---------------------------------------------------------------------------------
+
+
+class ConfigMaps:
+    """Stands in for the API's ConfigMaps of one namespace: merge patches of `data`, and create."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] | None = None
+        self.writes = 0
+
+    def get(self, path: str) -> dict[str, Any]:
+        if self.data is None:
+            raise NotFound(404, "NotFound", "configmaps not found")
+        return {"data": dict(self.data)}
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.data is None:
+            raise NotFound(404, "NotFound", "configmaps not found")
+        self.writes += 1
+        for key, value in body["data"].items():
+            if value is None:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = value
+        return {}
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.writes += 1
+        self.data = dict(body["data"])
+        return body
+
+
+def test_the_counts_outlive_the_controller_and_belong_to_their_owner() -> None:
+    api = ConfigMaps()
+    now = [NOW]
+    ledger = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
+    ledger.record(KEY, Restarts("job-uid", 1, NOW))
+    ledger.record(p.AppKey("other", "weird id/with:chars"), Restarts("o", 2, NOW))
+    assert api.data is not None and len(api.data) == 2
+    assert all(name.replace(".", "").replace("-", "").isalnum() for name in api.data)  # keys a ConfigMap takes
+    later = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
+    later.load()
+    assert later.get(KEY, "job-uid") == Restarts("job-uid", 1, NOW)
+    assert later.get(KEY, "another-job") is None  # submitted again: a new owner starts from nothing
+    assert later.get(p.AppKey("other", "weird id/with:chars"), "o") == Restarts("o", 2, NOW)
+
+
+def test_counts_gone_stale_are_forgotten_and_unreadable_ones_count_nothing() -> None:
+    api = ConfigMaps()
+    api.data = {
+        "restarts.a.1": json.dumps(
+            {"namespace": "a", "app": "x", "owner": "u", "count": 1, "last_at": NOW - MEMORY_S - 1}
+        ),
+        "restarts.b.2": "not json",
+        "restarts.c.3": json.dumps({"namespace": "c", "app": "y", "owner": "u", "count": 4, "last_at": NOW - 5}),
+    }
+    ledger = RestartLedger(api, "yuniplace", "restarts", lambda: NOW)  # type: ignore[arg-type]
+    ledger.load()
+    assert list(api.data) == ["restarts.c.3"]
+    assert ledger.get(p.AppKey("a", "x"), "u") is None and ledger.get(p.AppKey("c", "y"), "u") is not None
