@@ -25,6 +25,7 @@ from yuniplace.gang.placeholders import label_value
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
+from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 from yuniplace.localcluster.nodes import ready_node_names
 
 Pod = dict[str, Any]
@@ -456,6 +457,40 @@ def is_succeeded(pod: Pod) -> bool:
 
 def is_failed(pod: Pod) -> bool:
     return pod.get("status", {}).get("phase") == "Failed"
+
+
+def gang_as_job(
+    cluster: Cluster,
+    namespace: str,
+    place: Placement,
+    app: str,
+    members: int,
+    annotations: Mapping[str, str] | None = None,
+    *,
+    cpu: str = "1",
+    memory: str = "256Mi",
+) -> None:
+    """A Job of `members` pods of `cpu` and `memory` that run until ended, gated as the webhook gates
+    them; evictions do not count against its backoffLimit (the podFailurePolicy the README recommends).
+    `annotations`: more on its pods (an ai-scheduler pool, a policy for lost members, say)."""
+    groups = [place.group("workers", members, cpu=cpu, memory=memory)]
+    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu=cpu, memory=memory))
+    pod["metadata"]["annotations"].update({KEEPS_RUNNING_ANNOTATION: "never", **(annotations or {})})
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": app},
+        "spec": {
+            "completions": members,
+            "parallelism": members,
+            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+            "template": {
+                "metadata": {"labels": pod["metadata"]["labels"], "annotations": pod["metadata"]["annotations"]},
+                "spec": pod["spec"],
+            },
+        },
+    }
+    cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
 
 
 def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded") -> None:

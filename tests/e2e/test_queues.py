@@ -24,8 +24,8 @@ from tests.e2e.support import (
     Placement,
     events_for,
     finish,
+    gang_as_job,
     gang_job,
-    gang_pod,
     is_running,
     make_pod,
     placeholders,
@@ -34,14 +34,12 @@ from tests.e2e.support import (
 from yuniplace.gang import keys
 from yuniplace.gang.pods import parse_time
 from yuniplace.localcluster import wait_until
-from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
 # CI runs these on every supported Kubernetes version, not only the default.
 pytestmark = pytest.mark.every_version
 
 SAMPLES = Path(__file__).resolve().parents[1] / "unit" / "data"
 YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
-KEEPS_RUNNING = {KEEPS_RUNNING_ANNOTATION: "never"}  # a Job pod kwok leaves Running until it is ended
 WAIT_S = 60.0
 
 Pod = dict[str, Any]
@@ -90,37 +88,6 @@ def gang(
 ) -> list[str]:
     """A gang of bare pods of 256Mi each unless told (the room of this file's nodes is counted in them)."""
     return gang_job(cluster, namespace, place, app, members, memory=memory, **more)
-
-
-def gang_as_job(
-    cluster: Cluster,
-    namespace: str,
-    place: Placement,
-    app: str,
-    members: int,
-    annotations: Mapping[str, str] | None = None,
-) -> None:
-    """A Job of `members` pods of 1 CPU that run until ended, gated as the webhook gates them; evictions
-    do not count against its backoffLimit (the podFailurePolicy the README recommends). `annotations`:
-    more on its pods (an ai-scheduler pool, say)."""
-    groups = [place.group("workers", members, cpu="1", memory="256Mi")]
-    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu="1", memory="256Mi"))
-    pod["metadata"]["annotations"].update({**KEEPS_RUNNING, **(annotations or {})})
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": app},
-        "spec": {
-            "completions": members,
-            "parallelism": members,
-            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
-            "template": {
-                "metadata": {"labels": pod["metadata"]["labels"], "annotations": pod["metadata"]["annotations"]},
-                "spec": pod["spec"],
-            },
-        },
-    }
-    cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
 
 
 def halves_of_eight_cpus(

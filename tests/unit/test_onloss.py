@@ -274,3 +274,15 @@ def test_counts_gone_stale_are_forgotten_and_unreadable_ones_count_nothing() -> 
     ledger.load()
     assert list(api.data) == ["restarts.c.3"]
     assert ledger.get(p.AppKey("a", "x"), "u") is None and ledger.get(p.AppKey("c", "y"), "u") is not None
+
+
+@pytest.mark.parametrize(("policy", "taken_in"), [(RESTART, False), ({}, True)], ids=["restart", "none"])
+def test_a_gang_that_restarts_takes_no_replacement_in_while_it_is_short(policy: dict[str, str], taken_in: bool) -> None:
+    """Its Job made a new pod for the one that failed: a restarting gang keeps it gated, to go with the
+    others; any other gang takes it in, which mends it."""
+    pods = degraded_gang(policy, since=NOW - 1)
+    replacement = executor(2, annotations={}, node=None)
+    replacement["metadata"]["ownerReferences"] = [dict(JOB)]
+    plan = plan_for([*pods, replacement])
+    started = [p.name(swap.member) for swap in plan.swaps] + [p.name(pod) for pod in plan.ungate]
+    assert ("exec-2" in started) == taken_in, plan

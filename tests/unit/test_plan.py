@@ -873,7 +873,7 @@ def test_a_failed_gang_whose_originator_went_fails_its_new_pods_too() -> None:
     failed["status"]["reason"] = "ResourceReservationTimeout"
     replacement = worker("w-2", created=NOW - 5)
     plan = plan_of([gone, failed, replacement])
-    assert p.name(plan.originator or {}) == "w-1"  # the oldest pod with the task groups, failed itself
+    assert p.name(plan.originator or {}) == "w-2"  # the oldest pod with the task groups that has not ended
     assert plan.state == AppState.FAILED and plan.create == []
     assert [(p.name(f.pod), f.reason) for f in plan.fail] == [("w-2", "ApplicationFailed")]
 

@@ -168,10 +168,15 @@ class Planner:
                 else:
                     self._reserve(members)
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
-                if app.state == AppState.RUNNING or self._group_hold() == Group.READY:
+                # (an originator being deleted takes the application with it: no loss to watch)
+                watched = app.state == AppState.RUNNING and not p.is_deleting(app.originator)
+                losses = self._losses() if watched else None
+                if (app.state == AppState.RUNNING or self._group_hold() == Group.READY) and not (
+                    losses is not None and self._restarts_on(losses)
+                ):
                     self._swap(members)
-                if app.state == AppState.RUNNING and not p.is_deleting(app.originator):
-                    self._watch_losses()  # (an originator being deleted takes the application with it)
+                if losses is not None:
+                    self._watch_losses(losses)
             else:  # RESUMING: normal scheduling for everyone
                 self._release_everything()
         return self._finish()
@@ -941,7 +946,21 @@ class Planner:
             elif deadline is not None:
                 plan.requeue_after_s = max(0.0, deadline - self.now)
 
-    def _watch_losses(self) -> None:
+    def _losses(self) -> Losses:
+        ready_timeout_s = self.spec.on_loss.ready_timeout_s
+        return losses_of(
+            self.app.members, self.spec.min_members, self.around.node_health, Readiness(self.now, ready_timeout_s)
+        )
+
+    def _restarts_on(self, losses: Losses) -> bool:
+        """Whether the gang is short for a member lost and will restart whole: it then takes no
+        replacement in (its Job's new pod for one that failed), which would only join members about to
+        be evicted, and mend for a moment a job that hangs."""
+        if self.spec.on_loss.on_loss != OnLoss.RESTART or p.controller_of(self.originator) is None:
+            return False
+        return bool(losses.lost) and losses.up + losses.done < losses.minimum
+
+    def _watch_losses(self, losses: Losses) -> None:
         """Say when a started gang has been below its minimum for LOSS_GRACE_S (members lost:
         gang/losses.py), act on it as its policy says (gang/onloss.py), and say when it is back. The
         grace lets what ends a gang on purpose (a Spark driver deleting its executors before it
@@ -949,9 +968,6 @@ class Planner:
         when, and whether it was said, so each is said once."""
         app, plan = self.app, self.plan_
         policy = self.spec.on_loss
-        losses = losses_of(
-            app.members, self.spec.min_members, self.around.node_health, Readiness(self.now, policy.ready_timeout_s)
-        )
         record = app.record
         if losses.degraded:
             since = record.degraded_since

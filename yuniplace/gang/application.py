@@ -71,10 +71,14 @@ def read_gang(
 
 def _originator(candidates: Sequence[Pod], pod_group: Mapping[str, Any] | None, members: Sequence[Pod]) -> Pod | None:
     """The pod whose task groups define the gang, of the live members that describe it (oldest first):
-    the one already carrying the application's state, else the oldest (normally the Spark driver).
+    the one already carrying the application's state, else the oldest (normally the Spark driver) still
+    running or to run.
     Pods of a Job share a creation second, so "oldest" alone could change its mind as the others
     appear."""
     chosen = next((pod for pod in candidates if keys.STATE in p.annotations_of(pod)), None)
+    # Else the oldest that has not ended: a member of an earlier attempt that failed (a Job keeps it) is
+    # no originator for the attempt its Job made after the gang was restarted whole.
+    chosen = chosen or next((pod for pod in candidates if not p.is_terminal(pod)), None)
     chosen = chosen or (candidates[0] if candidates else None)
     dialect = dialect_of(chosen) if chosen is not None else None
     if dialect is not None and not dialect.readable(pod_group, members):
