@@ -22,6 +22,7 @@ from yuniplace.gang.onloss import LossPolicy, OnLoss
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import Limits, Problem, loss_policy_of
 from yuniplace.kube.errors import NotFound
+from yuniplace.runtime.store import PodStore
 from yuniplace.webhook.admission import problems_of
 
 Pod = dict[str, Any]
@@ -286,3 +287,92 @@ def test_a_gang_that_restarts_takes_no_replacement_in_while_it_is_short(policy: 
     plan = plan_for([*pods, replacement])
     started = [p.name(swap.member) for swap in plan.swaps] + [p.name(pod) for pod in plan.ungate]
     assert ("exec-2" in started) == taken_in, plan
+
+
+def test_a_member_that_failed_in_an_earlier_attempt_is_no_loss_of_this_one() -> None:
+    """The Job keeps the pod that failed before the gang was restarted whole: what the new attempt
+    lost is its own."""
+    old = executor(9, gated=False, node="n9", phase="Failed", created=NOW - 600)
+    pods = with_record([*running_gang(phase="Failed"), old], {keys.DEGRADED_SINCE: p.format_time(NOW - 10)})
+    [event] = plan_for(pods, Restarts("job-uid", 1, NOW - 300)).events
+    assert "lost: exec-1 failed;" in event.note and "exec-9" not in event.note, event.note
+
+
+def test_a_member_of_an_earlier_attempt_still_going_is_no_loss_of_this_one() -> None:
+    """Its node was deleted: the pod stays, being deleted, until the pod garbage collector takes it."""
+    going = executor(9, gated=False, node="gone", phase="Running", created=NOW - 600, deleting=True)
+    pods = running_gang()
+    pods[2] = executor(1)  # the new attempt's third member waits for its seat
+    pods[0]["metadata"]["annotations"].update(RESTART)
+    plan = plan_for([*pods, going], Restarts("job-uid", 1, NOW - 300))
+    assert keys.DEGRADED_SINCE not in plan.annotate and not plan.evict
+
+
+def test_a_new_attempt_beside_a_pod_that_failed_in_the_last_reserves_anew() -> None:
+    """The Job made its pods again after a restart, and keeps the one that failed: that pod says
+    nothing of where the new attempt stands, which reserves (or starts) whole as any gang."""
+    old = executor(9, gated=False, node="n9", phase="Failed", created=NOW - 600)
+    fresh = [driver(created=NOW - 5), executor(0, created=NOW - 5), executor(1, created=NOW - 5)]
+    plan = plan_for([old, *fresh], Restarts("job-uid", 1, NOW - 300))
+    assert p.name(plan.originator or {}) == "driver" and plan.state == AppState.RESERVING and len(plan.create) == 3
+    assert not plan.ungate and not plan.swaps
+
+
+def test_a_failed_originator_of_a_restarting_gang_is_a_member_lost() -> None:
+    """A Job's pods are alike: the one that carries the record failing is a loss like any, not the end."""
+    pods = degraded_gang(RESTART)
+    pods[0]["status"]["phase"] = "Failed"
+    pods[2]["status"]["phase"] = "Running"
+    plan = plan_for(pods)
+    assert [p.name(pod) for pod in plan.evict] == ["exec-0", "exec-1"] and plan.state == AppState.RUNNING
+    assert plan.annotate[keys.STATE] is None  # the failed pod stays; the next attempt is another's
+
+
+def test_nothing_starts_in_a_gang_whose_originator_is_going() -> None:
+    """The gang was evicted whole and its Job already made a pod again: that pod waits for the next
+    attempt rather than join, as a late member, a gang on its way out."""
+    pods = running_gang()
+    for pod in pods:
+        pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+    plan = plan_for([*pods, executor(5, created=NOW - 1)])
+    assert not plan.swaps and not plan.ungate and not plan.evict
+
+
+def test_a_pod_left_of_an_earlier_attempt_alone_waits_for_the_next_and_records_nothing() -> None:
+    """Evicted whole, the gang's pods are gone but the one that failed, which its Job keeps: it is no
+    application that completed (that record would make the next attempt's pods run as late members)."""
+    left = executor(1, gated=False, node="n2", phase="Failed", created=NOW - 100)
+    left["metadata"]["annotations"][keys.TASK_GROUPS] = running_gang()[0]["metadata"]["annotations"][keys.TASK_GROUPS]
+    plan = plan_for([left], Restarts("job-uid", 1, NOW - 5))
+    assert plan.state == AppState.PENDING and not plan.annotate and not plan.events
+
+
+def test_the_store_chooses_the_originator_as_the_application_does() -> None:
+    """A failed pod of an earlier attempt, older, beside the new attempt's pods: a new pod is the originator."""
+    store = PodStore()
+    left = executor(1, gated=False, node="n2", phase="Failed", created=NOW - 100)
+    fresh = driver(created=NOW - 5)
+    for pod in (left, fresh):
+        pod["metadata"]["annotations"][keys.TASK_GROUPS] = running_gang()[0]["metadata"]["annotations"][
+            keys.TASK_GROUPS
+        ]
+        store.upsert(pod)
+    app = store.application(KEY, None, Limits())
+    assert app.originator is not None and p.name(app.originator) == "driver"
+    assert p.name(Application.of(KEY, [left, fresh]).originator or {}) == "driver"
+
+
+def test_a_member_not_ready_yet_is_looked_at_again_when_its_ready_timeout_passes() -> None:
+    pods = running_gang()
+    unready(pods[2], NOW - 20)
+    pods[0]["metadata"]["annotations"][keys.READY_TIMEOUT] = "60"
+    plan = plan_for(pods)
+    assert keys.DEGRADED_SINCE not in plan.annotate and plan.requeue_after_s == pytest.approx(40)
+
+
+def test_room_still_held_for_a_member_to_come_is_no_loss() -> None:
+    """A gang restarted beside a pod still going (its node deleted) holds a placeholder for the member its
+    Job makes once that pod is gone: two members up and the third's room held is no gang short."""
+    members = running_gang()[1:]
+    assert losses_of(members, 3).degraded
+    assert not losses_of(members, 3, held=1).degraded

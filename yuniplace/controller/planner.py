@@ -134,6 +134,13 @@ class Planner:
             self._reject(Reason.TASK_GROUPS_ERROR, f"invalid gang annotations: {app.problem}")
         elif app.state == AppState.FAILED and _marked_timed_out(app.originator, app.spec):
             self._keep_timed_out()
+        elif self._of_an_earlier_attempt(app.originator):
+            # Only what is left of an attempt the gang was restarted from (a failed pod its Job keeps):
+            # it says nothing of the next attempt, which begins once its owner makes its pods again.
+            plan.requeue_after_s = RESYNC_S
+        elif app.state == AppState.RUNNING and p.phase(app.originator) == "Failed" and self._acts_on_loss():
+            # Its originator is a member like the others (a Job's pod), lost as any would be.
+            self._watch_losses(self._losses())
         elif p.is_terminal(app.originator) or app.state in TERMINAL:
             # The application is over: nothing to reserve any more; late members run or fail as it did
             # (as the pods it failed say, when its record went with an originator since gone).
@@ -167,10 +174,13 @@ class Planner:
                     self._fail_restarts_exhausted(exhausted)
                 else:
                     self._reserve(members)
+            elif app.state in (AppState.RESERVED, AppState.RUNNING) and p.is_deleting(app.originator):
+                # An originator being deleted takes the application with it (its gang evicted whole, say):
+                # nothing more of it starts, and a pod its Job makes again meanwhile waits for the next
+                # attempt, which the next originator begins.
+                plan.requeue_after_s = LOSS_GRACE_S
             elif app.state in (AppState.RESERVED, AppState.RUNNING):
-                # (an originator being deleted takes the application with it: no loss to watch)
-                watched = app.state == AppState.RUNNING and not p.is_deleting(app.originator)
-                losses = self._losses() if watched else None
+                losses = self._losses() if app.state == AppState.RUNNING else None
                 if (app.state == AppState.RUNNING or self._group_hold() == Group.READY) and not (
                     losses is not None and self._restarts_on(losses)
                 ):
@@ -429,7 +439,7 @@ class Planner:
             return None
         if any(p.phase(m) == "Failed" and p.status_reason(m) in FAILURE_REASONS for m in app.members):
             return AppState.FAILED
-        others = [m for m in app.members if p.uid(m) != p.uid(originator)]
+        others = [m for m in app.members if p.uid(m) != p.uid(originator) and not self._of_an_earlier_attempt(m)]
         # A member being deleted from its node says nothing of where the gang stands now: a gang evicted
         # whole (reclaimed) whose Job makes its pods again is a new attempt while the old pods terminate,
         # not a gang that runs (or fell back) with its new pods as late members.
@@ -946,10 +956,25 @@ class Planner:
             elif deadline is not None:
                 plan.requeue_after_s = max(0.0, deadline - self.now)
 
+    def _of_an_earlier_attempt(self, member: Pod) -> bool:
+        """Whether the member is what is left of an attempt the gang was restarted from: made before the
+        last restart, and ended or going (a Job keeps the pod that failed; a pod on a node deleted goes
+        only once the pod garbage collector takes it, a minute on). It says nothing of this attempt."""
+        last = self.around.restarts
+        going = p.is_terminal(member) or p.is_deleting(member)
+        return last is not None and going and p.created_at(member) < last.last_at
+
+    def _acts_on_loss(self) -> bool:
+        """Whether a loss makes the gang do something (restart or release it), not only be reported."""
+        return self.spec.on_loss.on_loss != OnLoss.NONE and p.controller_of(self.originator) is not None
+
     def _losses(self) -> Losses:
+        """Its losses, among the members of this attempt."""
+        members = [m for m in self.app.members if not self._of_an_earlier_attempt(m)]
         ready_timeout_s = self.spec.on_loss.ready_timeout_s
+        held = sum(1 for ph in self.app.live_placeholders() if not p.is_terminal(ph))
         return losses_of(
-            self.app.members, self.spec.min_members, self.around.node_health, Readiness(self.now, ready_timeout_s)
+            members, self.spec.min_members, self.around.node_health, Readiness(self.now, ready_timeout_s), held
         )
 
     def _restarts_on(self, losses: Losses) -> bool:
@@ -969,6 +994,8 @@ class Planner:
         app, plan = self.app, self.plan_
         policy = self.spec.on_loss
         record = app.record
+        if losses.unready_due is not None:  # look again when a member not Ready yet would count as lost
+            self._requeue_within(max(0.0, losses.unready_due - self.now))
         if losses.degraded:
             since = record.degraded_since
             if since is None:
@@ -1037,6 +1064,9 @@ class Planner:
                 return
         plan.evict = remaining
         plan.delete += [ph for ph in app.live_placeholders() if ph not in plan.delete]
+        if p.is_terminal(self.originator):  # it stays (a Job keeps its failed pod): its record is over
+            for key in (keys.STATE, keys.DEGRADED_SINCE, keys.DEGRADED_REPORTED):
+                plan.annotate[key] = None
         pods = "its pod" if len(remaining) == 1 else f"its {len(remaining)} pods"
         lost = f"{losses.minimum - losses.up - losses.done} of its minimum {losses.minimum} members lost"
         if owner is not None and count >= policy.restart_limit:

@@ -39,7 +39,9 @@ class Losses:
     up: int  # bound (or on its way to its room), on a node that is well, neither failed nor being deleted
     done: int  # Succeeded
     lost: tuple[Lost, ...]  # members still there, that no longer run
-    coming: int  # members not bound yet (replacements, late members)
+    coming: int  # members not bound yet (replacements, late members), or room still held for one
+    # When a member up but not Ready counts as lost, if it is still not Ready then (None: no such member).
+    unready_due: float | None = None
 
     @property
     def degraded(self) -> bool:
@@ -96,9 +98,14 @@ def losses_of(
     minimum: int,
     node_health: NodeHealth = every_node_well,
     readiness: Readiness | None = None,
+    held: int = 0,
 ) -> Losses:
-    up = done = coming = 0
+    """`held`: room still held for members yet to come (placeholders): a gang restarted whole beside a
+    pod still going (its node deleted) holds one for the member its Job makes once that pod is gone."""
+    up = done = 0
+    coming = held
     lost: list[Lost] = []
+    unready_due: float | None = None
     for member in members:
         if p.phase(member) == "Succeeded":
             done += 1
@@ -106,6 +113,10 @@ def losses_of(
             lost.append(Lost(p.name(member), why))
         elif p.is_seated(member):  # bound, or released onto its room and on its way there
             up += 1
+            since = p.unready_since(member) if readiness is not None else None
+            if readiness is not None and since is not None:
+                due = since + readiness.timeout_s
+                unready_due = due if unready_due is None else min(unready_due, due)
         else:
             coming += 1
-    return Losses(minimum, up, done, tuple(lost), coming)
+    return Losses(minimum, up, done, tuple(lost), coming, unready_due)

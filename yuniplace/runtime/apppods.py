@@ -121,9 +121,10 @@ class AppPods:
         read = self._read
         if read is not None and read[0] == self.changes and read[1] is pod_group:
             return read[2]
-        # The one carrying the application's state wins (see application._originator): the oldest of
-        # those, else the oldest of all.
-        chosen = min((self._places[uid] for uid in self._stateful or self._candidates), default=None)
+        # As application._originator chooses: the oldest carrying the application's state, else the
+        # oldest that has not ended, else the oldest of all.
+        live = {uid for uid in self._candidates if not p.is_terminal(self._pods[uid])}
+        chosen = min((self._places[uid] for uid in self._stateful or live or self._candidates), default=None)
         app = Application.read(
             key,
             tuple(self._members.pods),
