@@ -376,3 +376,12 @@ def test_room_still_held_for_a_member_to_come_is_no_loss() -> None:
     members = running_gang()[1:]
     assert losses_of(members, 3).degraded
     assert not losses_of(members, 3, held=1).degraded
+
+
+def test_past_the_limit_the_failed_originator_stays_and_the_pods_made_again_fail() -> None:
+    left = with_record(running_gang(phase="Failed"), {keys.STATE: AppState.FAILED.value})[0]
+    left["status"]["phase"] = "Failed"
+    again = [executor(5, created=NOW - 2), executor(6, created=NOW - 2)]
+    plan = plan_for([left, *again], Restarts("job-uid", 1, NOW - 5, failed=True))
+    assert p.name(plan.originator or {}) == "driver" and plan.state == AppState.FAILED
+    assert sorted(p.name(f.pod) for f in plan.fail) == ["exec-5", "exec-6"]

@@ -136,8 +136,13 @@ class Planner:
             self._keep_timed_out()
         elif self._of_an_earlier_attempt(app.originator):
             # Only what is left of an attempt the gang was restarted from (a failed pod its Job keeps):
-            # it says nothing of the next attempt, which begins once its owner makes its pods again.
-            plan.requeue_after_s = RESYNC_S
+            # it says nothing of the next attempt, which begins once its owner makes its pods again;
+            # past its restart limit, each pod the owner makes fails at once.
+            history = self.around.restarts
+            if history is not None and history.failed:
+                self._fail_restarts_exhausted(history)
+            else:
+                plan.requeue_after_s = RESYNC_S
         elif app.state == AppState.RUNNING and p.phase(app.originator) == "Failed" and self._acts_on_loss():
             # Its originator is a member like the others (a Job's pod), lost as any would be.
             self._watch_losses(self._losses())
