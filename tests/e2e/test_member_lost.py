@@ -172,6 +172,7 @@ def restarted_whole(
     return again
 
 
+@pytest.mark.every_version  # eviction, the Job's podFailurePolicy and the pod garbage collector, per release
 @pytest.mark.parametrize("policy", ["none", "restart"])
 def test_a_job_gang_whose_node_is_deleted_is_restarted_whole_only_when_it_asks(
     cluster: Cluster,
@@ -215,6 +216,7 @@ def test_a_job_gang_whose_node_is_deleted_is_restarted_whole_only_when_it_asks(
     )
 
 
+@pytest.mark.every_version
 def test_a_job_gang_whose_member_fails_is_restarted_whole_and_the_replacement_never_runs_alone(
     cluster: Cluster,
     namespace: str,

@@ -308,3 +308,39 @@ def test_an_evicted_member_needs_its_gangs_preemption_event() -> None:
 def test_a_member_that_ended_before_it_was_deleted_is_not_lost() -> None:
     done = trace("app-1", bound_at=T0 + 8, phase="Succeeded", terminal_at=T0 + 9, deleting_at=T0 + 50)
     assert inv.lost_members(observed(done)) == []
+
+
+# -- 8 ---------------------------------------------------------------------------------------------------
+
+RESTARTING = dataclasses.replace(GANG, groups={"workers": 3}, originator=None, restarts_on_loss=True)
+
+
+def job_member(name: str, bound: float, **fields: Any) -> PodTrace:
+    return trace(name, **{"gated_since": T0, "ungated_at": bound - 0.1, "bound_at": bound, "phase": "Running"} | fields)
+
+
+def test_a_restarting_gang_evicted_whole_soon_after_a_loss_and_started_again_is_fine() -> None:
+    first = [
+        job_member("w-0", T0 + 5, phase="Failed", terminal_at=T0 + 50, reason=None),
+        job_member("w-1", T0 + 5, deleting_at=T0 + 56, disruption=inv.EVICTED),
+        job_member("w-2", T0 + 5, deleting_at=T0 + 56, disruption=inv.EVICTED),
+    ]
+    # The next attempt's members bind a minute apart (one waits for a pod on a deleted node to go).
+    again = [job_member("w-3", T0 + 60), job_member("w-4", T0 + 60), job_member("w-5", T0 + 130)]
+    seen = observed(*first, *again, gangs={APP: RESTARTING})
+    assert inv.short_restarting_gangs(seen) == []
+
+
+def test_a_restarting_gang_left_short_breaks_the_bound() -> None:
+    pods = [
+        job_member("w-0", T0 + 5, phase="Failed", terminal_at=T0 + 50),
+        job_member("w-1", T0 + 5),
+        job_member("w-2", T0 + 5),
+    ]
+    [violation] = inv.short_restarting_gangs(observed(*pods, gangs={APP: RESTARTING}))
+    assert violation.invariant == inv.SHORT_TOO_LONG and violation.objects == ("w-0",)
+    assert violation.due == T0 + 50 + 5 + GRACE
+    # A gang that does not ask to be restarted is only reported, never held to it; nor is one finishing.
+    assert inv.short_restarting_gangs(observed(*pods)) == []
+    done = [dataclasses.replace(p, phase="Succeeded", terminal_at=T0 + 50 + i) for i, p in enumerate(pods)]
+    assert inv.short_restarting_gangs(observed(*done, gangs={APP: RESTARTING})) == []

@@ -5,7 +5,7 @@ same order with the same parameters.
 The leader controller SIGKILLed (its Deployment starts it again); etcd, kube-apiserver, kube-scheduler
 or kube-controller-manager stopped and started again, the others left alone; the webhook unreachable
 for a while; a burst of deletions of originators and placeholders; a node under a reservation tainted
-(NoSchedule or NoExecute) or deleted, then given back."""
+(NoSchedule or NoExecute) or deleted, then given back; a running member failed."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ class Kind(enum.StrEnum):
     DELETIONS = "originators and placeholders deleted"
     TAINTED = "node under a reservation tainted"
     NODE_DELETED = "node under a reservation deleted"
+    MEMBER_LOST = "member of a running gang failed"
 
 
 COMPONENT_OF = {
@@ -122,6 +123,8 @@ class FaultInjector:
             return self._cut_webhook()
         if kind == Kind.DELETIONS:
             return self._delete_some()
+        if kind == Kind.MEMBER_LOST:
+            return self._fail_member()
         return self._disturb_node(kind)
 
     def _kill_leader(self) -> tuple[str, float]:
@@ -182,6 +185,29 @@ class FaultInjector:
             except ApiError:
                 pass  # gone, or another pod of that name now
         return f"deleted {', '.join(deleted) or 'nothing (none live)'}", 0.0
+
+    def _fail_member(self) -> tuple[str, float]:
+        """One running member of a live gang fails, as a crashed program's pod does: of a gang that asks
+        to be restarted whole when there is one, else of any."""
+        traces = sorted(self._observer.snapshot().values(), key=lambda t: (t.first_seen, t.uid))
+        plans = {plan.key: plan for plan in self._stream.live() if plan.outcome is None}
+        running = [
+            t for t in traces if not t.placeholder and t.phase == "Running" and t.ended_at is None and t.app in plans
+        ]
+        restarting = [t for t in running if plans[t.app].restarts_on_loss]
+        candidates = restarting or running
+        if not candidates:
+            return "nothing (no member running)", 0.0
+        trace = self._rng.choice(candidates)
+        self._stream.note_failed(trace.app, time.time())
+        try:
+            self._client.patch(
+                f"/api/v1/namespaces/{trace.namespace}/pods/{trace.name}/status", {"status": {"phase": "Failed"}}
+            )
+        except ApiError as error:
+            return f"{trace.name} not failed ({error})", 0.0
+        policy = "restart" if plans[trace.app].restarts_on_loss else "none"
+        return f"{trace.name} of {trace.app} failed (its gang: {policy})", 0.0
 
     def _reserved_node(self) -> str:
         """A node a live placeholder is on, else any node of the pool."""

@@ -13,6 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from yuniplace.controller.plan import Settings
+from yuniplace.controller.planner import LOSS_GRACE_S, MAX_RESTART_BACKOFF_S
 from yuniplace.runtime.events import FAILURE_REASONS, Reason
 
 # The invariants, by the name a report gives them.
@@ -23,6 +25,7 @@ NOT_TERMINAL = "application not terminal"
 DUPLICATE_PLACEHOLDER = "duplicate placeholder"
 PARTIAL_EVICTION = "partial eviction"
 LOST_MEMBER = "lost member"
+SHORT_TOO_LONG = "restarting gang short too long"
 INVARIANTS = (
     PARTIAL_GANG,
     PLACEHOLDER_OUTLIVED,
@@ -31,8 +34,10 @@ INVARIANTS = (
     DUPLICATE_PLACEHOLDER,
     PARTIAL_EVICTION,
     LOST_MEMBER,
+    SHORT_TOO_LONG,
 )
 
+RESTART_BACKOFF_S = Settings().restart_backoff_s
 ENDED_STATES = frozenset({"Completed", "Failed", "Resuming"})  # nothing is reserved any more
 TERMINAL_STATES = frozenset({"Completed", "Failed"})
 FELL_BACK = "Resuming"
@@ -40,6 +45,10 @@ FELL_BACK = "Resuming"
 NODE_DISRUPTIONS = frozenset({"DeletionByPodGC", "DeletionByTaintManager"})
 EVICTED = "EvictionByEvictionAPI"
 GANG_PREEMPTED = Reason.GANG_PREEMPTED.value
+# The events that say why a gang was evicted whole: a reclaim, or what its policy does on a lost member.
+GANG_EVICTED = frozenset(
+    r.value for r in (Reason.GANG_PREEMPTED, Reason.GANG_RESTARTING, Reason.GANG_RELEASED, Reason.APPLICATION_FAILED)
+)
 
 
 @dataclass
@@ -95,6 +104,7 @@ class Gang:
     timeout_s: float
     groups: Mapping[str, int]  # minMember by task group
     originator: str | None = None  # the pod that carries the task groups, where only one does
+    restarts_on_loss: bool = False  # it asks to be restarted whole when it loses a member
 
 
 @dataclass(frozen=True)
@@ -475,14 +485,15 @@ def partial_evictions(observed: Observed) -> list[Violation]:
 
 
 def lost_members(observed: Observed) -> list[Violation]:
-    """A member the controller fails carries an event of the same reason; one it evicts, the gang's
-    GangPreempted event; and none is deleted by no one: every other deletion of a member still running
-    is the campaign's, or Kubernetes' own for a node that went (its DisruptionTarget says so)."""
+    """A member the controller fails carries an event of the same reason; one it evicts, an event of its
+    gang saying why (GangPreempted, GangRestarting, GangReleased, ApplicationFailed); and none is deleted
+    by no one: every other deletion of a member still running is the campaign's, or Kubernetes' own for a
+    node that went (its DisruptionTarget says so)."""
     on_pod: dict[tuple[str, str], set[str]] = defaultdict(set)
     preempted: set[tuple[str, str]] = set()
     for event in observed.events:
         on_pod[(event.namespace, event.name)].add(event.reason)
-        if event.reason == GANG_PREEMPTED:
+        if event.reason in GANG_EVICTED:
             preempted.add((event.namespace, event.name))
     found = []
     for app, traces in by_app(observed).items():
@@ -515,7 +526,11 @@ def lost_members(observed: Observed) -> list[Violation]:
                 if not names & preempted:
                     found.append(
                         Violation(
-                            LOST_MEMBER, app, (member.name,), "evicted with no GangPreempted event on its gang", removed
+                            LOST_MEMBER,
+                            app,
+                            (member.name,),
+                            "evicted with no event on its gang saying why (GangPreempted, GangRestarting, ...)",
+                            removed,
                         )
                     )
                 continue
@@ -532,6 +547,65 @@ def lost_members(observed: Observed) -> list[Violation]:
     return found
 
 
+# -- 8. a gang that restarts on a loss does not stay short -------------------------------------------------
+
+
+def _restart_backoff_s(episode: int) -> float:
+    """The least wait before a gang's `episode`th restart (the first follows its loss at once)."""
+    return 0.0 if episode <= 1 else min(MAX_RESTART_BACKOFF_S, RESTART_BACKOFF_S * 2 ** (episode - 2))
+
+
+def short_restarting_gangs(observed: Observed) -> list[Violation]:
+    """A started gang that asks to be restarted whole, once fewer of its members run than its minimum
+    (a member lost; those that succeeded still count), is back at its minimum or evicted whole within the
+    loss grace, its restart backoff and the grace."""
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is None or not gang.restarts_on_loss:
+            continue
+        minimum = sum(gang.groups.values())
+        changes: list[tuple[float, int, str]] = []
+        for member in _members(traces):
+            if member.bound_at is None:
+                continue
+            changes.append((member.bound_at, 1, member.name))
+            end = None if member.phase == "Succeeded" else member.ended_at
+            if end is not None:
+                changes.append((end, -1, member.name))
+        up, started, episodes = 0, False, 0
+        short: tuple[float, str] | None = None  # since when it has been short, and the member that went
+        for at, step, name in sorted(changes):
+            up += step
+            ended = up >= minimum or up == 0  # back at its minimum, or evicted whole (restarted, or failed)
+            if short is not None and ended:
+                if at - short[0] > _short_bound_s(episodes, observed.grace_s):
+                    found.append(_short_for(app, short, _short_bound_s(episodes, observed.grace_s), minimum))
+                short = None
+            started = up >= minimum or (started and up > 0)  # evicted whole, its next attempt starts anew
+            if started and 0 < up < minimum and short is None:
+                short, episodes = (at, name), episodes + 1
+        if short is not None and observed.now - short[0] > _short_bound_s(episodes, observed.grace_s):
+            found.append(_short_for(app, short, _short_bound_s(episodes, observed.grace_s), minimum))
+    return found
+
+
+def _short_bound_s(episode: int, grace_s: float) -> float:
+    return LOSS_GRACE_S + _restart_backoff_s(episode) + grace_s
+
+
+def _short_for(app: str, short: tuple[float, str], bound: float, minimum: int) -> Violation:
+    since, lost = short
+    return Violation(
+        SHORT_TOO_LONG,
+        app,
+        (lost,),
+        f"below its minimum of {minimum} running members for more than {bound:.0f}s after {lost} went, neither "
+        "back at it nor restarted whole",
+        since + bound,
+    )
+
+
 def check(observed: Observed) -> list[Violation]:
     """Every invariant over what was observed, ordered by when each violation was due."""
     violations = (
@@ -542,5 +616,6 @@ def check(observed: Observed) -> list[Violation]:
         + duplicate_placeholders(observed)
         + partial_evictions(observed)
         + lost_members(observed)
+        + short_restarting_gangs(observed)
     )
     return sorted(violations, key=lambda v: (v.due, v.invariant, v.app))

@@ -94,9 +94,14 @@ class GangPlan:
     def members(self) -> int:
         return sum(g.count for g in self.groups)
 
+    @property
+    def restarts_on_loss(self) -> bool:
+        """Long-running Jobs (a training job, say) ask to be restarted whole when they lose a member."""
+        return self.kind == "job" and self.lifetime_s is not None
+
     def gang(self) -> Gang:
         minimums = {g.name: g.count for g in self.groups}
-        return Gang(self.key, self.style, float(self.timeout_s), minimums, self.originator)
+        return Gang(self.key, self.style, float(self.timeout_s), minimums, self.originator, self.restarts_on_loss)
 
 
 def draw(rng: random.Random, index: int, namespaces: Sequence[str]) -> GangPlan:
@@ -147,6 +152,8 @@ def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool) -> dict
         notes[keys.TASK_GROUPS] = _task_groups(plan)
     if plan.kind == "job" and plan.lifetime_s is not None:
         notes[KEEPS_RUNNING_ANNOTATION] = "never"
+    if plan.restarts_on_loss:
+        notes[keys.ON_MEMBER_LOST] = "restart"
     requests = {"cpu": group.cpu, "memory": group.memory}
     return {
         "metadata": {"labels": {APP_LABEL: plan.app, STREAM_LABEL: "true"}, "annotations": notes},
@@ -254,6 +261,11 @@ class GangStream:
         """A pod of the application deleted on purpose by someone other than the stream (a fault)."""
         with self._lock:
             self.record.deleted.add(uid)
+            self.record.disturbed.setdefault(app, at)
+
+    def note_failed(self, app: str, at: float) -> None:
+        """A member of the application failed on purpose by someone other than the stream (a fault)."""
+        with self._lock:
             self.record.disturbed.setdefault(app, at)
 
     def _disturb(self, plan: GangPlan, at: float) -> None:
