@@ -27,12 +27,15 @@ from tests.e2e.support import (
     ControllerProcess,
     Placement,
     events_for,
+    finish,
     free_port,
+    gang_as_job,
     gang_pod,
     is_ready,
     is_running,
     make_pod,
 )
+from tests.e2e.test_queues import app_pods
 from yuniplace.gang import keys
 from yuniplace.gang.dialects import coscheduling, koordinator, podgroup, volcano
 from yuniplace.kube import ApiError, NotFound
@@ -447,6 +450,12 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
         "--admission=capacity",
         "--placeholders=when-needed",
         "--strict-backoff=10",
+        "--on-member-lost=none",
+        "--restart-limit=3",
+        "--recovery-timeout=60",
+        "--ready-timeout=300",
+        "--restart-backoff=10",
+        f"--restarts-configmap={namespace}/yp-yuniplace-restarts",
         "--head-claim=300",
         "--max-placeholders-per-namespace=5000",
         "--max-waiting-per-namespace=100",
@@ -479,14 +488,24 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     for role in objects(manifests, "ClusterRole") + objects(manifests, "Role"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
-    lease_role = one(manifests, "Role")
-    assert lease_role["metadata"]["namespace"] == namespace
+    roles = {role["metadata"]["name"]: role for role in objects(manifests, "Role")}
+    assert set(roles) == {"yp-yuniplace-leader-election", "yp-yuniplace-restarts"}
+    lease_role, counts_role = roles["yp-yuniplace-leader-election"], roles["yp-yuniplace-restarts"]
+    assert lease_role["metadata"]["namespace"] == counts_role["metadata"]["namespace"] == namespace
     assert sorted((r["verbs"], r.get("resourceNames")) for r in lease_role["rules"]) == [
         (["create"], None),
         (["get", "update"], ["yp-yuniplace"]),
     ]
     assert all(r["apiGroups"] == ["coordination.k8s.io"] and r["resources"] == ["leases"] for r in lease_role["rules"])
-    assert one(manifests, "RoleBinding")["metadata"]["namespace"] == namespace
+    # The ConfigMap of restart counts: created once, then read and patched by its name only.
+    assert sorted((r["verbs"], r.get("resourceNames")) for r in counts_role["rules"]) == [
+        (["create"], None),
+        (["get", "patch"], ["yp-yuniplace-restarts"]),
+    ]
+    assert all(r["apiGroups"] == [""] and r["resources"] == ["configmaps"] for r in counts_role["rules"])
+    bindings = {b["metadata"]["name"]: b for b in objects(manifests, "RoleBinding")}
+    assert {b["roleRef"]["name"] for b in bindings.values()} == set(roles)
+    assert all(b["metadata"]["namespace"] == namespace for b in bindings.values())
     assert one(manifests, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
 
     secret = one(manifests, "Secret")
@@ -1072,6 +1091,7 @@ def test_controller_needs_no_more_than_the_chart_grants(
         f"--leader-election-namespace={namespace}",
         f"--leader-election-id={lease}",
         f"--admission={admission}",
+        f"--restarts-configmap={namespace}/{release}-yuniplace-restarts",
         name="chart-controller",
     )
     process.start()
@@ -1115,8 +1135,27 @@ def test_controller_needs_no_more_than_the_chart_grants(
                 annotations={volcano.GROUP_NAME: "vc-app"},
             )
             cluster.create_pod(namespace, place.pin(pod))
+        # A Job gang that restarts on a lost member: evicted, and its count kept in the chart's ConfigMap.
+        gang_as_job(cluster, namespace, place, "rs-app", 2, {keys.ON_MEMBER_LOST: "restart"}, cpu="500m")
         for name in [*members, "pg-app-1", "pg-app-2", "vc-app-1", "vc-app-2"]:
             cluster.wait_pod(namespace, name, is_running)
+
+        def both_running() -> list[Manifest] | None:
+            running = [pod for pod in app_pods(cluster, namespace, "rs-app") if is_running(pod)]
+            return running if len(running) == 2 else None
+
+        finish(cluster, namespace, wait_until(both_running, 60)[1]["metadata"]["name"], "Failed")
+        wait_until(lambda: events_for(cluster, namespace, "GangRestarting"), 60)
+        counts = f"/api/v1/namespaces/{namespace}/configmaps/{release}-yuniplace-restarts"
+
+        def counted() -> dict[str, str] | None:
+            try:
+                return cluster.client.get(counts).get("data")  # type: ignore[no-any-return]
+            except NotFound:
+                return None
+
+        kept = wait_until(counted, 30)
+        assert len(kept) == 1 and '"count": 1' in next(iter(kept.values())), kept
         status = wait_until(
             lambda: (s := cluster.client.get(f"{pod_groups}/pg-app").get("status") or {}).get("running") == 2 and s, 30
         )

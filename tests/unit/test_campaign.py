@@ -60,7 +60,10 @@ def test_a_job_gang_ignores_evictions_and_keeps_running_when_it_has_a_lifetime()
         assert job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [{"type": "DisruptionTarget"}]
         notes = job["spec"]["template"]["metadata"]["annotations"]
         assert keys.TASK_GROUPS in notes and notes["kwok.yuniplace.io/completes"] == "never"
-    assert plan.originator is None
+        assert notes[keys.ON_MEMBER_LOST] == "restart"  # a long-running Job restarts whole on a lost member
+    assert plan.originator is None and plan.gang().restarts_on_loss
+    instant = next(p for p in plans("stream-24") if p.kind == "job" and p.lifetime_s is None)
+    assert not instant.gang().restarts_on_loss
 
 
 def test_the_observer_follows_a_member_from_gated_to_evicted() -> None:

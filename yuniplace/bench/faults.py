@@ -217,6 +217,12 @@ class FaultInjector:
 
     def _disturb_node(self, kind: Kind) -> tuple[str, float]:
         node = self._reserved_node()
+        try:
+            return self._disturb(kind, node)
+        except NotFound:  # deleted by an earlier fault, and not back yet
+            return f"nothing ({node} is away for another fault)", 0.0
+
+    def _disturb(self, kind: Kind, node: str) -> tuple[str, float]:
         hold_s = self._rng.uniform(20.0, 40.0) if kind == Kind.TAINTED else self._rng.uniform(45.0, 70.0)
         effect = self._rng.choice(["NoSchedule", "NoExecute"])
         path = f"/api/v1/nodes/{node}"

@@ -358,6 +358,17 @@ empty pattern in a list, which would match every name, is refused.
 {{- end }}
 
 {{/*
+What a started gang that loses a member does by default, checked: none, restart or release.
+*/}}
+{{- define "yuniplace.memberLostPolicy" -}}
+{{- $policy := .Values.memberLost.policy | toString -}}
+{{- if not (has $policy (list "none" "restart" "release")) -}}
+{{- fail (printf "memberLost.policy must be none, restart or release, not %q" $policy) -}}
+{{- end -}}
+{{- $policy -}}
+{{- end }}
+
+{{/*
 The Strict-mode backoff, checked: a number of seconds greater than 0.
 */}}
 {{- define "yuniplace.strictBackoff" -}}
