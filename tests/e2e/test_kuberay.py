@@ -440,3 +440,32 @@ def test_deleting_a_ray_cluster_mid_reservation_leaves_nothing_behind(ray: Ray, 
         return not pods
 
     wait_until(cleared, 60)
+
+
+@pytest.mark.parametrize("mode", ["yunikorn"])
+def test_a_ray_cluster_whose_worker_never_comes_up_is_restarted_whole(ray: Ray, mode: str) -> None:
+    """A Ray cluster asking `restart` whose worker is not Ready within its ready timeout (it could not
+    join the head, say): its pods are evicted together, KubeRay makes them again, and they start whole
+    on room held for each, as a new attempt."""
+    cluster, namespace, pool, recorder = ray.cluster, ray.namespace, ray.pool, ray.recorder
+    place = pool(3, cpu="4", memory="16Gi")
+    asks = {keys.ON_MEMBER_LOST: "restart", keys.READY_TIMEOUT: "3"}
+    create_ray_cluster(cluster, namespace, "ray", place, asks)
+    first = wait_until(lambda: all_running(cluster, namespace, "ray", 4), 90)
+    worker = next(pod for pod in first if "worker" in pod["metadata"]["name"])
+    name = worker["metadata"]["name"]
+    unready = {"status": "False", "lastTransitionTime": worker["status"]["startTime"]}
+    conditions = [
+        {**c, **unready} if c["type"] in ("Ready", "ContainersReady") else c for c in worker["status"]["conditions"]
+    ]
+    cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"conditions": conditions}})
+    restarting = wait_until(lambda: events_for(cluster, namespace, "GangRestarting"), 60)[0]
+    assert "evicting its 4 pods together for RayCluster ray to make them again" in restarting["message"], restarting
+    old = {pod["metadata"]["uid"] for pod in first}
+
+    def started_again() -> list[dict[str, Any]] | None:
+        pods = [pod for pod in ray_pods(cluster, namespace, "ray") if not pod["metadata"].get("deletionTimestamp")]
+        fresh = [pod for pod in pods if pod["metadata"]["uid"] not in old]
+        return fresh if len(fresh) == 4 and all(is_running(pod) for pod in fresh) else None
+
+    assert_on_held_room(recorder, wait_until(started_again, 90))
