@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 import uuid
 from collections import defaultdict
@@ -22,6 +23,7 @@ from typing import Any, ClassVar
 from tests import builders
 from yuniplace.gang import keys
 from yuniplace.gang.placeholders import label_value
+from yuniplace.gang.pods import format_time
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
@@ -496,6 +498,18 @@ def gang_as_job(
 def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded") -> None:
     """End a pod as its program would: kwok only completes Job pods on its own."""
     cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"phase": phase}})
+
+
+def make_unready(cluster: Cluster, namespace: str, name: str) -> None:
+    """What a kubelet writes of a running pod whose readiness probe fails: Ready and ContainersReady
+    False since now (kwok leaves a running pod's status alone)."""
+    pod = cluster.get_pod(namespace, name)
+    assert pod is not None, name
+    unready = {"status": "False", "lastTransitionTime": format_time(time.time())}
+    conditions = [
+        {**c, **unready} if c["type"] in ("Ready", "ContainersReady") else c for c in pod["status"]["conditions"]
+    ]
+    cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"conditions": conditions}})
 
 
 def fill(cluster: Cluster, namespace: str, place: Placement, node: str, name: str, cpu: str = "1") -> None:

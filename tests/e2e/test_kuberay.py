@@ -34,6 +34,7 @@ from tests.e2e.support import (
     free_port,
     is_ready,
     is_running,
+    make_unready,
     placeholders,
 )
 from yuniplace.gang import keys
@@ -454,11 +455,7 @@ def test_a_ray_cluster_whose_worker_never_comes_up_is_restarted_whole(ray: Ray, 
     first = wait_until(lambda: all_running(cluster, namespace, "ray", 4), 90)
     worker = next(pod for pod in first if "worker" in pod["metadata"]["name"])
     name = worker["metadata"]["name"]
-    unready = {"status": "False", "lastTransitionTime": worker["status"]["startTime"]}
-    conditions = [
-        {**c, **unready} if c["type"] in ("Ready", "ContainersReady") else c for c in worker["status"]["conditions"]
-    ]
-    cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"conditions": conditions}})
+    make_unready(cluster, namespace, name)
     restarting = wait_until(lambda: events_for(cluster, namespace, "GangRestarting"), 60)[0]
     assert "evicting its 4 pods together for RayCluster ray to make them again" in restarting["message"], restarting
     old = {pod["metadata"]["uid"] for pod in first}

@@ -27,6 +27,7 @@ from tests.e2e.support import (
     gang_job,
     gang_pod,
     is_running,
+    make_unready,
 )
 from tests.e2e.test_native_gangs import status
 from tests.e2e.test_queues import app_pods
@@ -251,13 +252,7 @@ def test_a_job_gang_whose_member_is_never_ready_is_restarted_after_its_ready_tim
     place = pool(3, cpu="4")
     first = job_gang(cluster, namespace, place, {**RESTART, keys.READY_TIMEOUT: "3"})
     stuck = p.name(first[2])
-    # What a kubelet writes of a pod whose readiness probe fails: Running, not Ready.
-    unready = {"status": "False", "lastTransitionTime": p.format_time(time.time())}
-    conditions = [
-        {**c, **unready} if c["type"] in ("Ready", "ContainersReady") else c
-        for c in (cluster.get_pod(namespace, stuck) or {})["status"]["conditions"]
-    ]
-    cluster.client.patch(f"/api/v1/namespaces/{namespace}/pods/{stuck}/status", {"status": {"conditions": conditions}})
+    make_unready(cluster, namespace, stuck)
     event = degraded_event(cluster, namespace)
     assert re.search(rf"lost: {stuck} not Ready for [0-9]+s", event["message"]), event
     event_with(cluster, namespace, "GangRestarting")
