@@ -107,6 +107,12 @@ def key(name: str) -> p.AppKey:
     return p.AppKey("team", name)
 
 
+def granted_last_cycle(name: str, ticket: Granted) -> Memory:
+    """What admission remembers of the application `name` it granted `ticket` (to the attempt `app`
+    makes: one with no originator)."""
+    return Memory(granted=frozenset({key(name)}), tickets={key(name): ticket}, attempts={key(name): ""})
+
+
 def test_gangs_that_fit_are_granted_and_the_first_that_does_not_is_the_head() -> None:
     seen = snapshot(nodes(2), [app("a", 4, created=1), app("b", 5, created=2), app("c", 2, created=3)])
     decided = decide(seen, RULES)
@@ -136,7 +142,7 @@ def test_room_taken_on_nodes_and_reservations_in_flight_count_as_used() -> None:
 
 def test_granted_last_cycle_its_room_is_still_counted_until_it_reserves() -> None:
     seen = snapshot(nodes(1), [app("a", 3, created=1), app("b", 2, created=2)])
-    decided = decide(seen, RULES, Memory(granted=frozenset({key("a")}), tickets={key("a"): Granted()}))
+    decided = decide(seen, RULES, granted_last_cycle("a", Granted()))
     assert decided.tickets[key("a")] == Granted() and isinstance(decided.tickets[key("b")], Waiting)
 
 
@@ -325,7 +331,7 @@ def test_a_reservation_in_flight_takes_room_in_its_own_rack_only() -> None:
 
 def test_granted_last_cycle_its_room_is_counted_in_the_rack_its_ticket_chose() -> None:
     granted = Granted(domains=Domains((Pin(RACK, ("r0",), True),)))
-    memory = Memory(granted=frozenset({key("a")}), tickets={key("a"): granted})
+    memory = granted_last_cycle("a", granted)
     seen = snapshot(
         racks(4, 4), [app("a", 4, created=1, topology=IN_A_RACK), app("b", 4, created=2, topology=IN_A_RACK)]
     )
@@ -457,7 +463,7 @@ def test_seats_granted_last_cycle_keep_their_room_on_their_nodes() -> None:
     """`a` was seated on n1 (not where first fit would put it now): `b` gets n0, and nothing on n1."""
     seated = Granted(seats=(("workers", ("n1", "n1", "n1", "n1")),))
     seen = snapshot(nodes(2), [app("a", 4, created=1, present=4), app("b", 4, created=2, present=4)])
-    decided = decide(seen, RULES, Memory(granted=frozenset({key("a")}), tickets={key("a"): seated}))
+    decided = decide(seen, RULES, granted_last_cycle("a", seated))
     assert decided.tickets[key("a")] == seated
     b = decided.tickets[key("b")]
     assert isinstance(b, Granted) and b.seats_of("workers") == ("n0",) * 4

@@ -81,10 +81,11 @@ class World:
     ) -> None:
         self.store = PodStore(clock=clock)
         self.woken: list[p.AppKey] = []
+        self.pod_group_of: Callable[[p.AppKey], dict[str, Any] | None] = lambda _key: None
         self.admission = Admission(
             self.store,
             Limits(),
-            lambda _key: None,
+            self.pod_group_of,
             queues,
             self.woken.append,
             AdmissionRules(**{"direct_start_wait_s": 0.0, **rules}),
@@ -103,8 +104,10 @@ class World:
         """What a reconcile of `app` (in NS, unless a key) reads: the last cycle's ticket, or, if it
         has none or something changed since, the one of the cycle that follows (which wakes it)."""
         key = app if isinstance(app, p.AppKey) else p.AppKey(NS, app)
-        first = self.admission.standing(key, pending=True).ticket
-        return self.admission.standing(key, pending=True).ticket if self.admission.turn() else first
+        originator = self.store.application(key, self.pod_group_of(key), Limits()).originator
+        attempt = "" if originator is None else p.uid(originator)  # as the controller asks
+        first = self.admission.standing(key, pending=True, attempt=attempt).ticket
+        return self.admission.standing(key, pending=True, attempt=attempt).ticket if self.admission.turn() else first
 
 
 def admitted(ticket: Ticket | None) -> bool:
@@ -305,5 +308,27 @@ def test_a_gang_whose_members_are_being_created_is_decided_once_they_stop_coming
     assert world.admission.turn() is False  # nobody waits: no cycle
     now[0] += 0.6
     assert world.admission.turn() is True
-    assert world.admission.standing(p.AppKey(NS, "a"), pending=True).ticket == Granted()  # placeholders
+    assert world.ticket("a") == Granted()  # placeholders
+    assert p.AppKey(NS, "a") in world.woken
+
+
+def test_a_gang_restarted_whole_is_decided_anew_not_given_its_last_attempts_seats() -> None:
+    """Gang a (2 members, one CPU each) was given seats; it started, no cycle ran since (nobody waited),
+    then it was restarted whole: its owner made its pods again, and the node of one seat is gone. The
+    new attempt (a new originator) is not handed the old ticket: a cycle decides it on the nodes there."""
+    first = [gang("a", 2, created=1), member("a", 1, gated=True)]
+    world = World([node("n0"), node("n1")], first)
+    seated = world.ticket("a")
+    assert isinstance(seated, Granted) and seated.seats
+    [seat_node] = set(seated.seats_of("workers"))
+    for pod in first:
+        world.store.delete(pod)
+    world.room.node_event("DELETED", node(seat_node))
+    again = [gang("a", 2, created=5), member("a", 1, gated=True)]
+    for pod in again:
+        pod["metadata"]["uid"] += "-again"
+        world.store.upsert(pod)
+    ticket = world.ticket("a")
+    assert isinstance(ticket, Granted) and ticket.seats, ticket
+    assert seat_node not in ticket.seats_of("workers"), ticket
     assert p.AppKey(NS, "a") in world.woken

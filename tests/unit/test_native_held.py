@@ -153,10 +153,11 @@ class World(gang_admission.World):
     def __init__(self, pods: list[dict[str, Any]], groups: dict[str, dict[str, Any]], queues: Any) -> None:
         self.store = PodStore(clock=lambda: NOW)
         self.woken: list[p.AppKey] = []
+        self.pod_group_of = lambda key: groups.get(key.app_id)
         self.admission = Admission(
             self.store,
             Limits(),
-            lambda key: groups.get(key.app_id),
+            self.pod_group_of,
             queues,
             self.woken.append,
             AdmissionRules(direct_start_wait_s=0.0),

@@ -112,11 +112,12 @@ class Admission:
 
     # -- what reconciles read -------------------------------------------------------------------------
 
-    def standing(self, key: p.AppKey, *, pending: bool) -> Standing:
-        """What the last cycle says of an application, read by its reconcile in one call."""
+    def standing(self, key: p.AppKey, *, pending: bool, attempt: str = "") -> Standing:
+        """What the last cycle says of an application, read by its reconcile in one call; `attempt`: its
+        originator's uid (a ticket granted to an earlier attempt is none of this one's)."""
         with self._lock:
             app = None if self._last is None else self._last.apps.get(key)
-            ticket = self._ticket(key) if pending else None
+            ticket = self._ticket(key, attempt) if pending else None
             # A gang granted room it borrows is placed on the pool its ticket lets it use.
             lent = ticket.pool if isinstance(ticket, Granted) else None
             return Standing(
@@ -126,10 +127,13 @@ class Admission:
                 reclaim=self._memory.reclaiming.get(key),
             )
 
-    def _ticket(self, key: p.AppKey) -> Ticket:
-        """The last cycle's decision for an application about to reserve. None yet (it is new, or it
-        changed after the cycle read it): the next cycle decides, and wakes it."""
+    def _ticket(self, key: p.AppKey, attempt: str) -> Ticket:
+        """The last cycle's decision for an application about to reserve. None yet (it is new, it
+        changed after the cycle read it, or it is a new attempt of a gang granted before): the next
+        cycle decides, and wakes it."""
         ticket = self._memory.tickets.get(key)
+        if isinstance(ticket, Granted) and self._memory.attempts.get(key) != attempt:
+            ticket = None
         if ticket is None:
             if self._passed.get(key) != self._store.changes(key):
                 self._asked.add(key)
@@ -227,10 +231,10 @@ class Admission:
         """Make the cycle's results the ones workers read; return the applications to wake: those whose
         ticket changed, to reserve or wait, and those whose room is taken back, to give it."""
         with self._lock:
-            previous = self._memory.tickets
+            previous, attempts = self._memory.tickets, self._memory.attempts
             # A gang found unevictable while the cycle ran is no victim, whatever the cycle chose.
             reclaiming = {k: r for k, r in decided.reclaiming.items() if k not in self._unevictable}
-            self._memory = Memory(decided.tickets, decided.granted, reclaiming)
+            self._memory = Memory(decided.tickets, decided.granted, decided.attempts, reclaiming)
             self._next_cycle_at = decided.next_cycle_at
             self._pools = {key: app.pool for key, app in snapshot.apps.items() if not app.pool.free}
             self.waiting = sum(1 for t in decided.tickets.values() if isinstance(t, Waiting))
@@ -244,7 +248,11 @@ class Admission:
                 for key, count in {**self._passed, **asked}.items()
                 if key not in snapshot.apps and key not in decided.tickets and self._store.changes(key) == count
             }
-        changed = [key for key, ticket in decided.tickets.items() if previous.get(key) != ticket]
+        changed = [
+            key
+            for key, ticket in decided.tickets.items()
+            if previous.get(key) != ticket or attempts.get(key) != decided.attempts.get(key)
+        ]
         return [*changed, *(key for key in decided.reclaims if key in reclaiming)]
 
     # -- the report --------------------------------------------------------------------------------

@@ -120,6 +120,9 @@ class Memory:
 
     tickets: Mapping[p.AppKey, Ticket] = field(default_factory=dict)
     granted: frozenset[p.AppKey] = frozenset()  # admitted and not reserving yet
+    # The attempt (its originator's uid) each gang admitted was admitted as: a gang restarted whole is a
+    # new attempt, which a ticket of the last one (seats on nodes since gone, say) never serves.
+    attempts: Mapping[p.AppKey, str] = field(default_factory=dict)
     reclaiming: Mapping[p.AppKey, Reclaim] = field(default_factory=dict)  # gangs whose room is taken back
     spared: frozenset[p.AppKey] = frozenset()  # gangs a budget kept whole: no victims for a while
 
@@ -130,6 +133,7 @@ class Decided:
 
     tickets: Mapping[p.AppKey, Ticket]
     granted: frozenset[p.AppKey]
+    attempts: Mapping[p.AppKey, str]  # of those granted (see Memory)
     reclaiming: Mapping[p.AppKey, Reclaim]  # every gang whose room is being taken back
     reclaims: Mapping[p.AppKey, Reclaim]  # those this cycle chose
     next_cycle_at: float | None  # the next time a decision may change with time alone (see Decision)
@@ -145,7 +149,10 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
     granted = {
         key
         for key in memory.granted
-        if (app := apps.get(key)) is not None and app.state == AppState.PENDING and not app.backing_off
+        if (app := apps.get(key)) is not None
+        and app.state == AppState.PENDING
+        and not app.backing_off
+        and memory.attempts.get(key) == app.attempt
     }
     # A reclaim lasts until its gang's pods have left their nodes (evicted pods may take a while to
     # stop): until then the room is not free, and choosing another victim for it would take more
@@ -165,6 +172,7 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
     return Decided(
         tickets=tickets,
         granted=frozenset(granted),
+        attempts={key: attempt for key, attempt in decision.attempts.items() if key in granted},
         reclaiming={**reclaiming, **decision.reclaims},
         reclaims=decision.reclaims,
         next_cycle_at=decision.next_cycle_at,
@@ -207,6 +215,7 @@ class Decision:
         self._spared = spared
         self._room = self._room_left()
         self.reclaims: dict[p.AppKey, Reclaim] = {}
+        self.attempts: dict[p.AppKey, str] = {key: apps[key].attempt for key in granted}
         self._heads: dict[str, p.AppKey] = {}
         self.next_cycle_at: float | None = None  # a head's claim runs out, or a gang's members stop being waited for
         self._behind: Counter[str] = Counter()
@@ -432,6 +441,7 @@ class Decision:
     def _grant(self, unit: Sequence[App], ticket: Callable[[App], Granted]) -> None:
         for app in unit:
             self._tickets[app.key] = ticket(app)
+            self.attempts[app.key] = app.attempt
             self._granted.add(app.key)
             self._placeholders[app.key.namespace] += app.spec.min_members
             if self.ledger is not None:

@@ -63,6 +63,7 @@ class App:
     # The queue whose pool's idle nodes it borrows besides its own (its record's, or the ticket's just
     # granted): `pool` lets it use them.
     lender: str | None = None
+    attempt: str = ""  # its originator's uid: admission's ticket is for this attempt of the gang only
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
     complete: bool = field(init=False)  # nothing reserved yet, and every member it needs exists, gated
@@ -323,6 +324,7 @@ class Sources:
             user=userinfo.of_object(originator) or NOBODY,
             domains=record.domains if state in IN_FLIGHT else Domains(),
             arrived=self.store.arrived(key),
+            attempt=p.uid(originator),
         )
 
     def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:

@@ -227,7 +227,8 @@ class Controller:
         admission = self.admission
         if admission is None:
             return Surroundings(self.store.nodes_in_flight(), peers=peers, restarts=restarts)
-        standing = admission.standing(app.key, pending=app.state == AppState.PENDING)
+        attempt = p.uid(app.originator) if app.originator is not None else ""
+        standing = admission.standing(app.key, pending=app.state == AppState.PENDING, attempt=attempt)
         return Surroundings(
             self.store.nodes_in_flight(),
             ticket=standing.ticket,
