@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests import builders
-from tests.unit.test_plan import KEY, NOW, driver, executor, plan_of, reasons
+from tests.unit.test_plan import KEY, NOW, bind, driver, executor, placeholder, plan_of, reasons
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.controller.plan import Settings, Surroundings
 from yuniplace.controller.planner import LOSS_GRACE_S, Planner
@@ -147,13 +147,128 @@ def test_the_store_finds_the_applications_on_a_node() -> None:
 
 def test_members_still_on_their_way_are_no_loss() -> None:
     """A gang starting (a member released onto its seat, not bound yet) or with late members still to
-    swap in is short of nothing: no record is written, nothing reported."""
+    swap into the room its placeholders hold is short of nothing: no record is written, nothing
+    reported."""
     on_its_way = executor(0, gated=False, annotations={keys.SEAT: "n1"})
-    late = executor(1)  # gated, to be swapped into what is left
-    pods = [running_gang()[0], on_its_way, late]
-    assert losses_of(pods[1:], 2).up == 1
+    late = executor(1)  # gated, to be swapped into the room held for it
+    held = placeholder("exec", 1, node="n2")
+    pods = [running_gang()[0], on_its_way, late, held]
+    assert losses_of(pods[1:3], 2).up == 1
     plan = plan_of(pods)
     assert keys.DEGRADED_SINCE not in plan.annotate and "GangDegraded" not in reasons(plan)
+
+
+STARTED = NOW - 100  # running_gang()'s reservation began then
+
+
+@pytest.mark.parametrize(
+    ("case", "members", "held", "counts", "degraded"),
+    [
+        # Starting: a member on its way to its seat is up; one of the start not bound yet (a scheduler
+        # binding it now) and room held for one to come are coming. Nothing is lost.
+        (
+            "starting",
+            [
+                executor(0, created=STARTED - 10, gated=False, annotations={keys.SEAT: "n1"}),
+                executor(1, created=STARTED - 9, gated=False),
+            ],
+            1,
+            (1, 0, 2, 0),
+            False,
+        ),
+        # Late members made since the start, gated or released onto the room their placeholders hold.
+        (
+            "late members",
+            [
+                executor(0, gated=False, node="n1", phase="Running"),
+                executor(1, created=STARTED + 30, gated=False, swap_placeholder="tg-1", nominated="n2"),
+                executor(2, created=STARTED + 31),
+            ],
+            1,
+            (2, 0, 1, 1),
+            False,
+        ),
+        # Running, a member lost and no replacement yet.
+        (
+            "lost, no replacement",
+            [
+                executor(0, gated=False, node="n1", phase="Running"),
+                executor(1, gated=False, node="gone-node", phase="Running"),
+            ],
+            0,
+            (1, 1, 0, 0),
+            True,
+        ),
+        # The lost member gone, and its Job's replacement made but not placed: it waits, and the gang
+        # stays below its minimum.
+        (
+            "replacement pending",
+            [executor(0, gated=False, node="n1", phase="Running"), executor(2, created=STARTED + 70, gated=False)],
+            0,
+            (1, 0, 0, 1),
+            True,
+        ),
+        # Bound but not running yet: still not up.
+        (
+            "replacement bound, not running",
+            [
+                executor(0, gated=False, node="n1", phase="Running"),
+                executor(2, created=STARTED + 70, gated=False, node="n3", phase="Pending"),
+            ],
+            0,
+            (1, 0, 0, 1),
+            True,
+        ),
+        # The replacement runs: whole again.
+        (
+            "replacement running",
+            [
+                executor(0, gated=False, node="n1", phase="Running"),
+                executor(2, created=STARTED + 70, gated=False, node="n3", phase="Running"),
+            ],
+            0,
+            (2, 0, 0, 0),
+            False,
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_who_counts_as_up(case: str, members: list[Pod], held: int, counts: tuple[int, ...], degraded: bool) -> None:
+    """(up, lost, coming, waiting) of a gang of minimum 2 started at STARTED: members of its start are
+    up once seated and coming until then; members made since count once they run."""
+    health = lambda node: "is gone" if node == "gone-node" else None  # noqa: E731
+    losses = losses_of(members, 2, health, held=held, started_at=STARTED)
+    assert (losses.up, len(losses.lost), losses.coming, losses.waiting) == counts, case
+    assert losses.degraded == degraded, case
+
+
+def test_a_replacement_that_cannot_be_placed_leaves_the_gang_degraded_until_it_runs() -> None:
+    """A member's node deleted, the pod garbage collector took the pod, the Job made a replacement that
+    fits nowhere: the gang stays Degraded, nothing says it recovered, and the event says what waits.
+    Once the replacement runs, GangRecovered."""
+    degraded = {keys.DEGRADED_SINCE: p.format_time(NOW - 65), keys.DEGRADED_REPORTED: "true"}
+    replacement = executor(2, created=NOW - 2, gated=False)
+    replacement["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes are available"}
+    ]
+    pods = with_record([*running_gang()[:2], replacement], degraded)
+    plan = plan_of(pods)
+    assert not {"GangRecovered", "GangDegraded"} & set(reasons(plan))
+    assert keys.DEGRADED_SINCE not in plan.annotate and plan.state == AppState.RUNNING
+    losses = losses_of(pods, 3, started_at=STARTED)
+    assert losses.describe() == "2 of its minimum 3 members up, 1 short; 1 made since it started, not running yet"
+    bind(replacement, "n3", NOW + 3)
+    [event] = [e for e in plan_of(pods, now=NOW + 4).events if e.reason == "GangRecovered"]
+    assert event.note == "back at its minimum after 69s degraded: 3 of 3 members up"
+
+
+def test_once_degraded_room_held_for_a_member_to_come_does_not_mend_it() -> None:
+    """Coming members make a gang that is starting whole; they do not bring back one that lost members:
+    that takes members that run."""
+    degraded = {keys.DEGRADED_SINCE: p.format_time(NOW - 20), keys.DEGRADED_REPORTED: "true"}
+    pods = with_record([*running_gang()[:2], placeholder("exec", 1, node="n2")], degraded)
+    plan = plan_of(pods)
+    assert "GangRecovered" not in reasons(plan) and keys.DEGRADED_SINCE not in plan.annotate
 
 
 def test_a_gang_whose_originator_is_being_deleted_is_not_watched() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_losses import running_gang, with_record
-from tests.unit.test_plan import KEY, NOW, assert_consistent, driver, executor, reasons
+from tests.unit.test_plan import KEY, NOW, assert_consistent, driver, executor, placeholder, reasons
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import LOSS_GRACE_S, Planner
 from yuniplace.controller.restarts import MEMORY_S, RestartLedger, Restarts
@@ -289,6 +289,21 @@ def test_a_gang_that_restarts_takes_no_replacement_in_while_it_is_short(policy: 
     assert ("exec-2" in started) == taken_in, plan
 
 
+@pytest.mark.parametrize(("policy", "taken_in"), [(RESTART, False), ({}, True)], ids=["restart", "none"])
+def test_a_gang_that_restarts_takes_no_replacement_in_when_the_member_it_lost_is_gone(
+    policy: dict[str, str], taken_in: bool
+) -> None:
+    """The member that failed is gone already (the pod garbage collector took it, say) and the Job's
+    replacement waits: a restarting gang is still short, and keeps the replacement gated to go with the
+    others; any other gang lets it be scheduled (it counts once it runs)."""
+    pods = [pod for pod in degraded_gang(policy, since=NOW - 1) if p.name(pod) != "exec-1"]
+    replacement = executor(2, annotations={}, node=None, created=NOW - 1)
+    replacement["metadata"]["ownerReferences"] = [dict(JOB)]
+    plan = plan_for([*pods, replacement])
+    started = [p.name(swap.member) for swap in plan.swaps] + [p.name(pod) for pod in plan.ungate]
+    assert ("exec-2" in started) == taken_in, plan
+
+
 def test_a_member_that_failed_in_an_earlier_attempt_is_no_loss_of_this_one() -> None:
     """The Job keeps the pod that failed before the gang was restarted whole: what the new attempt
     lost is its own."""
@@ -302,9 +317,10 @@ def test_a_member_of_an_earlier_attempt_still_going_is_no_loss_of_this_one() -> 
     """Its node was deleted: the pod stays, being deleted, until the pod garbage collector takes it."""
     going = executor(9, gated=False, node="gone", phase="Running", created=NOW - 600, deleting=True)
     pods = running_gang()
-    pods[2] = executor(1)  # the new attempt's third member waits for its seat
+    pods[2] = executor(1)  # the new attempt's third member waits for the room held for it
     pods[0]["metadata"]["annotations"].update(RESTART)
-    plan = plan_for([*pods, going], Restarts("job-uid", 1, NOW - 300))
+    held = placeholder("exec", 1, node="n2")
+    plan = plan_for([*pods, held, going], Restarts("job-uid", 1, NOW - 300))
     assert keys.DEGRADED_SINCE not in plan.annotate and not plan.evict
 
 

@@ -979,16 +979,26 @@ class Planner:
         ready_timeout_s = self.spec.on_loss.ready_timeout_s
         held = sum(1 for ph in self.app.live_placeholders() if not p.is_terminal(ph))
         return losses_of(
-            members, self.spec.min_members, self.around.node_health, Readiness(self.now, ready_timeout_s), held
+            members,
+            self.spec.min_members,
+            self.around.node_health,
+            Readiness(self.now, ready_timeout_s),
+            held,
+            started_at=self.app.record.reservation_started,
         )
 
     def _restarts_on(self, losses: Losses) -> bool:
-        """Whether the gang is short for a member lost and will restart whole: it then takes no
-        replacement in (its Job's new pod for one that failed), which would only join members about to
-        be evicted, and mend for a moment a job that hangs."""
+        """Whether the gang is short for a loss and will restart whole: it then takes no replacement in
+        (its Job's new pod for one that failed or went), which would only join members about to be
+        evicted, and mend for a moment a job that hangs."""
         if self.spec.on_loss.on_loss != OnLoss.RESTART or p.controller_of(self.originator) is None:
             return False
-        return bool(losses.lost) and losses.up + losses.done < losses.minimum
+        return self._degraded(losses)
+
+    def _degraded(self, losses: Losses) -> bool:
+        """Below its minimum for a loss; and, once so, until members that run bring it back: room held
+        and members on their way make a starting gang whole, not one that lost members."""
+        return losses.degraded or (self.app.record.degraded_since is not None and not losses.whole)
 
     def _watch_losses(self, losses: Losses) -> None:
         """Say when a started gang has been below its minimum for LOSS_GRACE_S (members lost:
@@ -1001,7 +1011,7 @@ class Planner:
         record = app.record
         if losses.unready_due is not None:  # look again when a member not Ready yet would count as lost
             self._requeue_within(max(0.0, losses.unready_due - self.now))
-        if losses.degraded:
+        if self._degraded(losses):
             since = record.degraded_since
             if since is None:
                 plan.annotate[keys.DEGRADED_SINCE] = p.format_time(self.now)
