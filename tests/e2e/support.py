@@ -475,9 +475,6 @@ def gang_as_job(
     """A Job of `members` pods of `cpu` and `memory` that run until ended, gated as the webhook gates
     them; evictions do not count against its backoffLimit (the podFailurePolicy the README recommends).
     `annotations`: more on its pods (an ai-scheduler pool, a policy for lost members, say)."""
-    groups = [place.group("workers", members, cpu=cpu, memory=memory)]
-    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu=cpu, memory=memory))
-    pod["metadata"]["annotations"].update({KEEPS_RUNNING_ANNOTATION: "never", **(annotations or {})})
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -486,13 +483,52 @@ def gang_as_job(
             "completions": members,
             "parallelism": members,
             "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
-            "template": {
-                "metadata": {"labels": pod["metadata"]["labels"], "annotations": pod["metadata"]["annotations"]},
-                "spec": pod["spec"],
-            },
+            "template": _gang_template(place, app, members, annotations, cpu=cpu, memory=memory),
         },
     }
     cluster.client.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+
+
+def gang_as_replicaset(
+    cluster: Cluster,
+    namespace: str,
+    place: Placement,
+    app: str,
+    members: int,
+    annotations: Mapping[str, str] | None = None,
+    *,
+    cpu: str = "1",
+    memory: str = "256Mi",
+) -> None:
+    """A ReplicaSet of `members` such pods: unlike a Job, which waits a backoff before it replaces a
+    pod that failed, it makes a pod lost again at once."""
+    template = _gang_template(place, app, members, annotations, cpu=cpu, memory=memory)
+    template["spec"]["restartPolicy"] = "Always"
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": app},
+        "spec": {
+            "replicas": members,
+            "selector": {"matchLabels": template["metadata"]["labels"]},
+            "template": template,
+        },
+    }
+    cluster.client.create(f"/apis/apps/v1/namespaces/{namespace}/replicasets", replica_set)
+
+
+def _gang_template(
+    place: Placement, app: str, members: int, annotations: Mapping[str, str] | None, *, cpu: str, memory: str
+) -> Pod:
+    """The pod template of a gang of `members` in one task group, on the test's nodes; `annotations`
+    on its pods besides the gang's."""
+    groups = [place.group("workers", members, cpu=cpu, memory=memory)]
+    pod = place.pin(gang_pod("unused", app, "workers", task_groups=groups, cpu=cpu, memory=memory))
+    pod["metadata"]["annotations"].update({KEEPS_RUNNING_ANNOTATION: "never", **(annotations or {})})
+    return {
+        "metadata": {"labels": pod["metadata"]["labels"], "annotations": pod["metadata"]["annotations"]},
+        "spec": pod["spec"],
+    }
 
 
 def finish(cluster: Cluster, namespace: str, name: str, phase: str = "Succeeded") -> None:

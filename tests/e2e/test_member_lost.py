@@ -24,6 +24,7 @@ from tests.e2e.support import (
     events_for,
     finish,
     gang_as_job,
+    gang_as_replicaset,
     gang_job,
     gang_pod,
     is_running,
@@ -33,6 +34,7 @@ from tests.e2e.test_native_gangs import status
 from tests.e2e.test_queues import app_pods
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.pods import format_time
 from yuniplace.localcluster import wait_until
 
 WAIT_S = 60.0
@@ -165,11 +167,16 @@ def restarted_whole(
     again = running_pods(cluster, namespace, "train", 3, besides=old, timeout_s=timeout_s)
     assert_on_held_room(recorder, again)
     ran = {
-        p.uid(pod)
+        p.uid(pod): pod
         for pod in list(recorder.latest.values())
         if pod["spec"].get("nodeName") and not p.is_placeholder(pod)
     }
-    assert ran <= old | {p.uid(pod) for pod in again}, "a pod of the gang was bound outside its two attempts"
+    outside = [
+        (p.name(pod), pod["metadata"]["creationTimestamp"], p.node_name(pod), p.phase(pod))
+        for uid, pod in ran.items()
+        if uid not in old | {p.uid(pod) for pod in again}
+    ]
+    assert not outside, f"pods of the gang bound outside its two attempts: {outside}"
     return again
 
 
@@ -331,3 +338,159 @@ def test_a_gang_of_bare_pods_that_asks_restart_is_reported_not_evicted(
         pod = cluster.get_pod(namespace, name)
         assert pod is not None and is_running(pod) and not p.is_deleting(pod), pod
     assert not events_for(cluster, namespace, "GangRestarting")
+
+
+# -- a replacement counts once it runs ----------------------------------------------------------------
+
+
+def collect_as_the_pod_garbage_collector(cluster: Cluster, namespace: str, name: str) -> None:
+    """What kube-controller-manager's pod garbage collector does to a pod whose node is gone, about a
+    minute on, done now: mark it Failed with a DisruptionTarget condition (which the Job's
+    podFailurePolicy ignores, so the Job replaces it at once), then delete it."""
+    gone = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "DeletionByPodGC",
+        "message": "PodGC: node no longer exists",
+        "lastTransitionTime": format_time(time.time()),
+    }
+    pod = cluster.get_pod(namespace, name)
+    assert pod is not None, name
+    conditions = [c for c in pod["status"].get("conditions") or [] if c["type"] != "DisruptionTarget"] + [gone]
+    cluster.client.patch(
+        f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": {"phase": "Failed", "conditions": conditions}}
+    )
+    cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", gracePeriodSeconds=0)
+
+
+def lose_a_member_for_good(cluster: Cluster, namespace: str, first: list[Pod]) -> Pod:
+    """Delete the node under the gang's second member and, once the gang is degraded, collect that pod
+    as the pod garbage collector would: its Job then makes a replacement. The replacement, once
+    kube-scheduler has found no node for it (none is spare), is returned."""
+    lost = first[1]
+    cluster.client.delete(f"/api/v1/nodes/{lost['spec']['nodeName']}")
+    degraded_event(cluster, namespace)
+    collect_as_the_pod_garbage_collector(cluster, namespace, p.name(lost))
+    old = {p.uid(pod) for pod in first}
+
+    def unplaceable_replacement() -> Pod | None:
+        return next(
+            (
+                pod
+                for pod in app_pods(cluster, namespace, "train")
+                if p.uid(pod) not in old and not p.is_gated(pod) and unschedulable(pod)
+            ),
+            None,
+        )
+
+    return wait_until(unplaceable_replacement, WAIT_S)  # type: ignore[no-any-return]
+
+
+def unschedulable(pod: Pod) -> bool:
+    return any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+        for c in pod.get("status", {}).get("conditions") or []
+    )
+
+
+def event_time(event: dict[str, Any]) -> float:
+    stamp = p.parse_time(event.get("eventTime") or event.get("firstTimestamp"))
+    assert stamp is not None, event
+    return stamp
+
+
+def test_a_replacement_that_cannot_be_placed_leaves_the_gang_degraded_until_it_runs(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    pool: Callable[..., Placement],
+    record_property: Callable[[str, object], None],
+) -> None:
+    """`none`: the lost member's replacement, made by its Job but placed nowhere, leaves the gang
+    Degraded (status, gauge, no GangRecovered); a node added, the replacement runs and only then
+    GangRecovered says the gang is back at its minimum."""
+    place = pool(3, cpu="4")  # no spare node
+    first = job_gang(cluster, namespace, place, {})
+    replacement = lose_a_member_for_good(cluster, namespace, first)
+    assert status_row(cluster, namespace)["state"] == "Degraded"
+    assert controller.metrics().get("yuniplace_degraded_applications") == 1.0
+    room_added_at = time.time()
+    pool(1, cpu="4")
+    cluster.wait_pod(namespace, p.name(replacement), is_running, timeout_s=WAIT_S)
+    recovered = event_with(cluster, namespace, "GangRecovered")
+    [only] = events_for(cluster, namespace, "GangRecovered")
+    assert event_time(only) >= room_added_at, f"GangRecovered before the replacement could run: {only}"
+    assert "back at its minimum after" in recovered["message"], recovered
+    assert "3 of 3 members up" in recovered["message"], recovered
+    wait_until(lambda: status_row(cluster, namespace)["state"] == "Running", WAIT_S)
+    wait_until(lambda: controller.metrics().get("yuniplace_degraded_applications") == 0.0, WAIT_S)
+    record_property("figure", f"replacement placed nowhere, then given a node: {recovered['message']}")
+
+
+@pytest.mark.parametrize("spare", [False, True], ids=["no spare room", "a spare node"])
+def test_a_release_is_not_cancelled_by_a_replacement_that_cannot_be_placed(
+    cluster: Cluster, namespace: str, controller: ControllerProcess, pool: Callable[..., Placement], spare: bool
+) -> None:
+    """`release`: the replacement exists but runs nowhere within the recovery timeout, so the gang is
+    released whole (the replacement with it) and the next gang of its queue gets the room; where a node
+    is spare, the replacement runs there and the gang is back (GangRecovered), nothing released."""
+    place = pool(3, cpu="4")
+    release = {keys.ON_MEMBER_LOST: "release", keys.RECOVERY_TIMEOUT: "20"}
+    first = job_gang(cluster, namespace, place, release)
+    gang_as_job(cluster, namespace, place, "next", 2, cpu="3", memory="1Gi")
+    wait_until(
+        lambda: any(
+            e["involvedObject"]["name"].startswith("next") for e in events_for(cluster, namespace, "GangWaiting")
+        ),
+        WAIT_S,
+    )
+    if spare:
+        lost = first[1]
+        cluster.client.delete(f"/api/v1/nodes/{lost['spec']['nodeName']}")
+        degraded_event(cluster, namespace)
+        pool(1, cpu="4")
+        collect_as_the_pod_garbage_collector(cluster, namespace, p.name(lost))
+        recovered = event_with(cluster, namespace, "GangRecovered")
+        assert "3 of 3 members up" in recovered["message"], recovered
+        assert not events_for(cluster, namespace, "GangReleased")
+        return
+    replacement = lose_a_member_for_good(cluster, namespace, first)
+    released = event_with(cluster, namespace, "GangReleased")
+    assert "past its recovery timeout (20s): evicting its 3 pods" in released["message"], released
+    assert not events_for(cluster, namespace, "GangRecovered")
+    gone = cluster.get_pod(namespace, p.name(replacement))
+    assert gone is None or p.is_deleting(gone) or p.phase(gone) == "Failed", gone
+    running_pods(cluster, namespace, "next", 2, timeout_s=WAIT_S)
+
+
+def test_a_restart_is_not_stopped_by_a_replacement_that_cannot_be_placed(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    pool: Callable[..., Placement],
+    recorder: NamespaceRecorder,
+) -> None:
+    """`restart`: the lost member gone at once (its node deleted, the pod collected) and replaced by its
+    owner within the loss grace, the replacement placed nowhere: the gang is still short, so it is
+    restarted whole; the new attempt waits whole for room and starts whole once a node is added. (A
+    ReplicaSet owns it: a Job would replace the pod only after a backoff longer than the grace.)"""
+    place = pool(3, cpu="4")
+    gang_as_replicaset(cluster, namespace, place, "train", 3, annotations=RESTART, cpu="3", memory="1Gi")
+    first = running_pods(cluster, namespace, "train", 3)
+    lost = first[1]
+    cluster.client.delete(f"/api/v1/nodes/{lost['spec']['nodeName']}")
+    collect_as_the_pod_garbage_collector(cluster, namespace, p.name(lost))
+    restarting = event_with(cluster, namespace, "GangRestarting")
+    assert "for ReplicaSet train to make them again (restart 1 of at most 3)" in restarting["message"], restarting
+    assert not events_for(cluster, namespace, "GangRecovered")
+    old = {p.name(pod) for pod in first}
+
+    def new_attempt_held() -> bool:
+        """Two nodes left, more than all of them hold: the new attempt reserves with placeholders."""
+        return any(
+            e["involvedObject"]["name"] not in old for e in events_for(cluster, namespace, "CreatingPlaceholders")
+        )
+
+    wait_until(new_attempt_held, WAIT_S)
+    pool(1, cpu="4")
+    restarted_whole(cluster, namespace, recorder, first)
