@@ -22,10 +22,10 @@ API_VERSION = re.compile(r"/v\d+((alpha|beta)\d+)?$")
 
 @pytest.mark.parametrize("name", sorted(docsgen.PAGES))
 def test_the_generated_page_says_what_the_code_says(name: str) -> None:
-    path = docsgen.DOCS / name
-    assert path.exists(), f"docs/{name} is missing: run {docsgen.REGENERATE}"
+    path = docsgen.ROOT / name
+    assert path.exists(), f"{name} is missing: run {docsgen.REGENERATE}"
     assert path.read_text() == docsgen.PAGES[name](), (
-        f"docs/{name} differs from what the code says: run {docsgen.REGENERATE}"
+        f"{name} differs from what the code says: run {docsgen.REGENERATE}"
     )
 
 
@@ -95,3 +95,16 @@ def test_every_metric_is_described() -> None:
     assert len(rows) >= 30
     assert all(row[3] for row in rows), [row[0] for row in rows if not row[3]]
     assert ("`yuniplace_applications`", "gauge") == rows[0][:2]
+
+
+SCREEN_LINES = 40
+
+
+def test_the_readme_is_the_front_page_and_no_section_is_longer_than_a_screen() -> None:
+    text = (docsgen.ROOT / "README.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.MULTILINE)
+    assert len(sections) >= 4, "the README keeps its sections: what it is, try it, beside the others, where to go"
+    for section in sections:
+        lines = section.strip().splitlines()
+        assert len(lines) <= SCREEN_LINES, f"README section {lines[0]!r} is {len(lines)} lines: keep it within a screen"
+    assert "](docs/" in text, "the README links into the site"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from yuniplace.docsgen import DOCS, PAGES, REGENERATE, stale, write
+from yuniplace.docsgen import PAGES, REGENERATE, stale, write
 
 
 def main() -> int:
@@ -22,7 +22,7 @@ def main() -> int:
     outdated = stale()
     if outdated:
         print(
-            f"generated docs out of date with the code: {', '.join(str(DOCS / n) for n in outdated)}; run {REGENERATE}",
+            f"generated docs out of date with the code: {', '.join(outdated)}; run {REGENERATE}",
             file=sys.stderr,
         )
         return 1
