@@ -47,8 +47,20 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.default_style.value,
         help="gangSchedulingStyle when a pod sets none (default: Soft)",
     )
-    parser.add_argument("--max-members-per-group", type=int, default=defaults.max_members_per_group, metavar="N")
-    parser.add_argument("--max-members-per-app", type=int, default=defaults.max_members_per_app, metavar="N")
+    parser.add_argument(
+        "--max-members-per-group",
+        type=int,
+        default=defaults.max_members_per_group,
+        metavar="N",
+        help=f"largest minMember accepted in one task group (default: {defaults.max_members_per_group})",
+    )
+    parser.add_argument(
+        "--max-members-per-app",
+        type=int,
+        default=defaults.max_members_per_app,
+        metavar="N",
+        help=f"largest sum of minMember accepted for one application (default: {defaults.max_members_per_app})",
+    )
     parser.add_argument(
         "--scheduler-name",
         action="append",
@@ -105,6 +117,21 @@ def limits_from(args: argparse.Namespace) -> Limits:
         max_members_per_app=args.max_members_per_app,
         on_loss=LossPolicy(OnLoss(args.on_member_lost), args.restart_limit, args.recovery_timeout, args.ready_timeout),
     )
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser, *, namespace_help: str, all_namespaces: bool) -> None:
+    """The flags by which kubectl users name a cluster and a namespace, spelled as kubectl spells them, so
+    the command reads the same as a kubectl plugin (`kubectl yuniplace`): the kubeconfig ($KUBECONFIG and
+    the current context unless told), the context, the namespace, and with `all_namespaces` -A."""
+    parser.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster), as kubectl's"
+    )
+    parser.add_argument("--context", help="the kubeconfig context to use (default: its current context)")
+    parser.add_argument("-n", "--namespace", help=namespace_help)
+    if all_namespaces:
+        parser.add_argument(
+            "-A", "--all-namespaces", action="store_true", help="every namespace (what kubectl's -A means)"
+        )
 
 
 def configmap_argument(text: str) -> tuple[str, str]:

@@ -483,8 +483,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "native" / "trainin
 def test_the_readme_example_waits_for_its_queue_then_starts_whole(
     native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess
 ) -> None:
-    """examples/native/training-gang.yaml as the README shows it (1.37's v1beta1 PodGroup and an indexed
-    Job of 4 × 2 CPUs in root.training, whose max is 8 CPUs): applied while another native gang holds 4
+    """examples/native/training-gang.yaml as the docs show it (docs/guides/native-gangs.md: 1.37's v1beta1
+    PodGroup and an indexed Job of 4 × 2 CPUs in root.training, whose max is 8 CPUs): applied while another native gang holds 4
     of them, the Job's workers are created gated and wait (GangWaiting names the queue); once the other
     gang is gone their gates come off together and all four are bound, none before the others."""
     cluster, namespace = native_cluster, native_namespace

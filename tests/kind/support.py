@@ -213,8 +213,9 @@ class History:
         self._watch.stop()
 
 
-def readme_kind_block() -> str:
-    """The shell block of the README's "On kind, with Helm" section, as written."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("### On kind, with Helm", 1)[1]
-    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+KIND_PAGE = REPO / "docs" / "getting-started" / "kind.md"
+
+
+def kind_page_block() -> str:
+    """The shell block of the docs' "On kind, with Helm" page, as written."""
+    return KIND_PAGE.read_text().split("```sh\n", 1)[1].split("```", 1)[0]

@@ -1,4 +1,4 @@
-"""The event reasons: one table in the code, and the README's Events section says the same."""
+"""The event reasons: one table in the code, and the docs' reference of events says the same."""
 
 from __future__ import annotations
 
@@ -8,18 +8,17 @@ from typing import Any
 
 from yuniplace.runtime.events import NORMAL, WARNING, EventRecorder, Reason
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "events.md"
 
 
-def readme_events() -> dict[str, set[str]]:
-    """Reason -> types, from the README's Events table."""
-    section = README.read_text().split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `(\w+)` \| ([\w/]+) \|", section, re.MULTILINE)
+def documented_events() -> dict[str, set[str]]:
+    """Reason -> types, from the docs' table of events."""
+    rows = re.findall(r"^\| `(\w+)` \| ([\w/]+) \|", PAGE.read_text(), re.MULTILINE)
     return {reason: set(types.split("/")) for reason, types in rows}
 
 
 def test_every_reason_is_documented_with_its_types_and_nothing_else_is() -> None:
-    documented = readme_events()
+    documented = documented_events()
     assert documented == {reason.value: set(reason.kinds) for reason in Reason}
 
 

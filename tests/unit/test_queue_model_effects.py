@@ -5,7 +5,7 @@ one entry and no entry names another, every reader listed reads the field, every
 spelling names is called by its source's reader, and every setting a source writes as text under a key
 has a parse. Settings sources carry and the model leaves out are listed here as "no effect" with the
 warning their source gives. A queue a placement rule creates takes its settings by the same path as a
-configured child queue that sets none of its own, and the README's table of queue settings is the one
+configured child queue that sets none of its own, and the docs' table of queue settings is the one
 the settings table makes."""
 
 from __future__ import annotations
@@ -161,11 +161,11 @@ partitions:
     assert (made.ordering.value, made.by_priority, made.reclaimable, made.sharing) == ("fair", False, False, False)
 
 
-def test_the_readme_table_of_queue_settings_is_the_settings_table() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    begin, end = readme.find(settings_docs.BEGIN), readme.find(settings_docs.END)
-    assert 0 <= begin < end, "README.md has no table of queue settings between its markers"
-    assert readme[begin : end + len(settings_docs.END)] == settings_docs.markdown(), (
-        "README.md's table of queue settings differs from yuniplace.queues.settings: "
-        "print it anew with python -m yuniplace.queues.settings_docs"
+def test_the_docs_table_of_queue_settings_is_the_settings_table() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "queue-settings.md").read_text()
+    begin, end = page.find(settings_docs.BEGIN), page.find(settings_docs.END)
+    assert 0 <= begin < end, "docs/reference/queue-settings.md has no table of queue settings between its markers"
+    assert page[begin : end + len(settings_docs.END)] == settings_docs.markdown(), (
+        "docs/reference/queue-settings.md's table of queue settings differs from yuniplace.queues.settings: "
+        "write it anew with scripts/venv-python -m yuniplace.docsgen --write"
     )

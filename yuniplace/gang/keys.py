@@ -2,6 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Key:
+    """A label or annotation yuniplace reads or writes, as the reference of keys documents it (made by
+    `python -m yuniplace.docsgen`): the module that spells a key describes it beside it."""
+
+    name: str
+    kind: str  # "annotation", "label", "label or annotation", "scheduling gate", "task-group key"
+    on: str  # the object that carries it
+    set_by: str  # who writes it: "you" (the user, or the tool writing the manifest), "yuniplace", ...
+    meaning: str
+
+
+YOU, YUNIPLACE = "you", "yuniplace"
 # Inputs, exactly as Apache YuniKorn documents them.
 TASK_GROUPS = "yunikorn.apache.org/task-groups"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
@@ -50,6 +66,9 @@ READY_TIMEOUT = "yuniplace.io/ready-timeout-seconds"
 # one task group), and the domains admission chose, recorded on the originator.
 TOPOLOGY = "yuniplace.io/topology"
 TOPOLOGY_DOMAIN = "yuniplace.io/topology-domain"
+# On a namespace: `kube-scheduler` leaves its native gangs (the Workload API) to kube-scheduler alone; the
+# chart's webhook configuration selects namespaces by it.
+NATIVE_GANGS = "yuniplace.io/native-gangs"
 # On the originator: the queue whose pool's idle nodes the gang's reservation borrows besides its own
 # queue's, as admission chose it.
 BORROWED_FROM = "yuniplace.io/borrowed-from"
@@ -77,3 +96,228 @@ QUEUE_SOURCES = (
 # Queues are a queue source (queues/volcano.py). The keys of each gang dialect are its own module's,
 # under gang/dialects/.
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
+
+# Every key above, described for the reference of keys (python -m yuniplace.docsgen); the dialects, topology,
+# the recorded requester and the queue sources describe theirs in their own modules.
+KEYS = (
+    Key(
+        TASK_GROUPS,
+        "annotation",
+        "originator",
+        YOU,
+        "the gang: a JSON array of task groups `{name, minMember, "
+        "minResource, nodeSelector, tolerations, affinity, topologySpreadConstraints, labels, annotations}`, "
+        "keys matched case-insensitively as YuniKorn's decoder does",
+    ),
+    Key(
+        TASK_GROUP_NAME,
+        "annotation",
+        "gang member",
+        YOU,
+        "the task group the pod belongs to; it must name a group of its application",
+    ),
+    Key(
+        SCHEDULING_POLICY_PARAMETERS,
+        "annotation",
+        "originator (or a native gang's PodGroup)",
+        YOU,
+        "`placeholderTimeoutInSeconds=N` (1-604800, default 900) and `gangSchedulingStyle=Soft|Hard` "
+        "(default Soft), space separated",
+    ),
+    Key(
+        APP_ID,
+        "label or annotation",
+        "gang member",
+        YOU,
+        "the application id, first found of this label, this "
+        "annotation, the label `applicationId` and the label `spark-app-selector`; applications are namespaced",
+    ),
+    Key("applicationId", "label", "gang member", YOU, "the application id, after `yunikorn.apache.org/app-id`"),
+    Key("spark-app-selector", "label", "gang member", "Spark", "the application id Spark sets, after `applicationId`"),
+    Key(
+        YUNIKORN_QUEUE,
+        "label or annotation",
+        "gang member (and yuniplace's placeholders)",
+        YOU,
+        "the queue the application waits in for admission, first found of this label, this annotation, the "
+        "label `queue` and the annotation `resource.aibee.cn/pool`; else the namespace",
+    ),
+    Key("queue", "label", "gang member", YOU, "the queue, after `yunikorn.apache.org/queue`"),
+    Key(
+        AI_SCHEDULER_POOL,
+        "annotation",
+        "gang member",
+        YOU,
+        "the ai-scheduler Pool (queue `root.<name>`) the pod names, after the queue keys above",
+    ),
+    Key(
+        GATE,
+        "scheduling gate",
+        "gang member",
+        "yuniplace's webhook",
+        "holds a gang member back from kube-scheduler until its gang is reserved, started or has fallen back",
+    ),
+    Key(PLACEHOLDER, "label", "placeholder", YUNIPLACE, "`true` on every placeholder pod"),
+    Key(
+        PLACEHOLDER_APP,
+        "label and annotation",
+        "placeholder",
+        YUNIPLACE,
+        "the application a placeholder reserves room for",
+    ),
+    Key(
+        PLACEHOLDER_GROUP,
+        "label and annotation",
+        "placeholder",
+        YUNIPLACE,
+        "the task group a placeholder reserves room for",
+    ),
+    Key(
+        YUNIKORN_PLACEHOLDER_FLAGS[0],
+        "annotation",
+        "placeholder",
+        YUNIPLACE,
+        "YuniKorn's own placeholder mark, put on yuniplace's placeholders for tooling written for YuniKorn",
+    ),
+    Key(
+        YUNIKORN_PLACEHOLDER_FLAGS[1],
+        "annotation",
+        "placeholder",
+        YUNIPLACE,
+        "YuniKorn's earlier placeholder mark, likewise",
+    ),
+    Key(
+        STATE,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "the application's state (Pending, Reserving, Reserved, "
+        "Running, Resuming, Failed, Completed), so a restarted controller continues where the last one stopped",
+    ),
+    Key(RESERVATION_STARTED, "annotation", "originator", YUNIPLACE, "when the reservation began"),
+    Key(
+        FIRST_ALLOCATED,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "when the first placeholder was placed: the timeout counts from it, never moved",
+    ),
+    Key(
+        QUEUED_SINCE,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "since when the application has waited first in its admission queue: its timeout runs from then",
+    ),
+    Key(
+        SWAP_PLACEHOLDER,
+        "annotation",
+        "gang member",
+        YUNIPLACE,
+        "the placeholder whose place the member is "
+        "taking, written with its nomination, so a restarted controller resumes that swap",
+    ),
+    Key(
+        SEAT,
+        "annotation",
+        "gang member",
+        YUNIPLACE,
+        "the node admission chose for a member started directly "
+        "(no placeholder); its room counts as taken there until it is bound",
+    ),
+    Key(
+        ATTEMPTS,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "how many times the reservation was given back and "
+        "tried again (Strict mode, a Retry timeout rule, refused placeholders)",
+    ),
+    Key(RETRY_AFTER, "annotation", "originator", YUNIPLACE, "when the next attempt may begin"),
+    Key(
+        GANG_MODE,
+        "annotation",
+        "originator",
+        YOU,
+        "`Strict` (give a partial reservation back as soon as a "
+        "placeholder is unschedulable, and try again) or `NonStrict` (hold it until the timeout; the default)",
+    ),
+    Key(
+        GANG_GROUP,
+        "annotation",
+        "originator",
+        YOU,
+        "a JSON list of applications (`namespace/app-id`) reserved all or nothing together",
+    ),
+    Key(
+        ON_MEMBER_LOST,
+        "annotation",
+        "pod that describes the gang",
+        YOU,
+        "what a started gang that loses a "
+        "member does: `none` (report it), `restart` (evict it whole for its owner to make it again) or "
+        "`release` (evict it whole once past its recovery timeout)",
+    ),
+    Key(
+        RESTART_LIMIT,
+        "annotation",
+        "pod that describes the gang",
+        YOU,
+        "restarts (or releases) after which a further loss fails the gang (0-1000, default 3)",
+    ),
+    Key(
+        RECOVERY_TIMEOUT,
+        "annotation",
+        "pod that describes the gang",
+        YOU,
+        "seconds a `release` gang may stay below its minimum (1-604800, default 60)",
+    ),
+    Key(
+        READY_TIMEOUT,
+        "annotation",
+        "pod that describes the gang",
+        YOU,
+        "seconds a bound member may go without being Ready before it counts as lost (1-604800, default 300)",
+    ),
+    Key(
+        DEGRADED_SINCE,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "since when a started gang has had fewer members up than its minimum",
+    ),
+    Key(
+        DEGRADED_REPORTED, "annotation", "originator", YUNIPLACE, "`true` once that has been reported (`GangDegraded`)"
+    ),
+    Key(
+        TOPOLOGY,
+        "annotation, or task-group key",
+        "pod that describes the gang",
+        YOU,
+        "`required=<label key>` "
+        "and/or `preferred=<label key>`, space separated, coarsest level first: the topology domains the gang "
+        "(or, as a key of one task group, that group) must or should share",
+    ),
+    Key(
+        TOPOLOGY_DOMAIN,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "the topology domains admission chose, so a restarted controller creates what is missing in the same domain",
+    ),
+    Key(
+        BORROWED_FROM,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "the queue whose pool's idle nodes the gang borrows besides its own queue's",
+    ),
+    Key(
+        NATIVE_GANGS,
+        "label",
+        "namespace",
+        YOU,
+        "`kube-scheduler`: the webhook never gates this namespace's "
+        "native gangs (the Workload API), which stay kube-scheduler's alone and are only counted",
+    ),
+)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from yuniplace.gang.keys import Key
 from yuniplace.gang.resources import format_quantity, pod_requests, quantities, total
 from yuniplace.gang.taskgroups import QUANTITY, Problem
 from yuniplace.kube import parse_quantity
@@ -36,6 +37,17 @@ ROLE_LABELS = (
     "training.kubeflow.org/job-role",
     "jobset.sigs.k8s.io/replicatedjob-name",
     "spark-role",
+)
+KEYS = tuple(
+    Key(
+        label,
+        "label",
+        "gang member of another dialect",
+        "its operator",
+        "the member's role (its replica type): "
+        "its task group is named after it and a digest of its shape, first found of these labels",
+    )
+    for label in ROLE_LABELS
 )
 MAX_ROLE_CHARS = 40
 # What makes two pods alike for a reservation: what shaped_group copies of a pod.

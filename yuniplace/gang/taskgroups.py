@@ -67,6 +67,17 @@ class OnTimeout(enum.Enum):
     MARK_TIMED_OUT = "MarkTimedOut"
 
 
+# What each rule does to a gang whose reservation times out, in words a user reads (`yuniplace explain`).
+ON_TIMEOUT_DOES = {
+    OnTimeout.SOFT: "its placeholders are removed and its pods are scheduled normally, one by one (Soft)",
+    OnTimeout.HARD: "its placeholders are removed and its pods that have not started fail (Hard)",
+    OnTimeout.RETRY: "its reservation is given back and made again after a backoff, with a fresh timeout; its pods "
+    "never start without it (its scheduler's rule)",
+    OnTimeout.MARK_TIMED_OUT: "its pods are marked timed out and never scheduled: delete and recreate them "
+    "(Koordinator's rule)",
+}
+
+
 @dataclass(frozen=True)
 class Limits:
     """Bounds that keep one application from flooding the cluster with placeholders."""

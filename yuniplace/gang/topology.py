@@ -33,6 +33,22 @@ from yuniplace.kube.names import is_label_key, is_label_value
 
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KEYS = (
+    keys.Key(
+        KUEUE_REQUIRED,
+        "annotation",
+        "pod that describes the gang (a pod template)",
+        keys.YOU,
+        "Kueue's: a node label key; every member in one domain of it (as `required=<key>`)",
+    ),
+    keys.Key(
+        KUEUE_PREFERRED,
+        "annotation",
+        "pod that describes the gang (a pod template)",
+        keys.YOU,
+        "Kueue's: a node label key; one domain of it when one holds the gang (as `preferred=<key>`)",
+    ),
+)
 REQUIRED, PREFERRED = "required", "preferred"
 MAX_LEVELS = 4
 MAX_TEXT = 1024  # yuniplace.io/topology: four levels of the longest label keys fit well within it

@@ -16,8 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from yuniplace import boundedjson
+from yuniplace.gang.keys import Key
 
 ANNOTATION = "yunikorn.apache.org/user.info"
+KEYS = (
+    Key(
+        ANNOTATION,
+        "annotation",
+        "gang pod, and the pod template of a gang workload",
+        "yuniplace's webhook",
+        'who created it, `{"user": "alice", "groups": ["devs"]}`, for queue limits per user and group; only '
+        "a trusted requester may bring a record of its own",
+    ),
+)
 MAX_NAME = 253  # a user or group name longer than a Kubernetes name is not one the API server issued
 MAX_GROUPS = 64
 MAX_TEXT = 16 * 1024

@@ -8,6 +8,7 @@ from yuniplace.kube.client import (
     STRATEGIC_MERGE_PATCH,
     JsonObject,
     KubeClient,
+    context_namespace,
 )
 from yuniplace.kube.errors import (
     AlreadyExists,
@@ -38,5 +39,6 @@ __all__ = [
     "NotFound",
     "ServerError",
     "TooManyRequests",
+    "context_namespace",
     "parse_quantity",
 ]

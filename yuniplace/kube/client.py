@@ -67,6 +67,29 @@ def _log_retry(state: RetryCallState) -> None:
     log.warning("API call failed, retrying (attempt %d): %s", state.attempt_number, error)
 
 
+IN_CLUSTER_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def context_namespace(path: str | None = None, context: str | None = None) -> str:
+    """The namespace kubectl would use without -n: the one the kubeconfig's context names (its current
+    context unless `context` is given; $KUBECONFIG's files, merged, when no `path`), else `default`; in
+    a pod without a kubeconfig, the pod's own namespace."""
+    try:
+        contexts, current = kube_config.list_kube_config_contexts(config_file=path)
+    except (kube_config.ConfigException, OSError):
+        if path is not None:
+            raise
+        try:
+            with open(IN_CLUSTER_NAMESPACE) as file:
+                return file.read().strip() or "default"
+        except OSError:
+            return "default"
+    chosen = current if context is None else next((c for c in contexts if c.get("name") == context), None)
+    if chosen is None:
+        raise kube_config.ConfigException(f"no context {context!r} in the kubeconfig")
+    return str((chosen.get("context") or {}).get("namespace") or "default")
+
+
 class KubeClient:
     """Speaks JSON to one API server. Thread-safe: the underlying urllib3 pool is."""
 

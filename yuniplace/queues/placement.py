@@ -23,6 +23,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from yuniplace.gang.keys import Key
 from yuniplace.queues.inheritance import below
 from yuniplace.queues.model import ROOT, PlacementRule, QueueConfig, QueueSpec, RuleKind
 
@@ -31,6 +32,15 @@ MAX_LEVELS = 32  # below root, as in a configuration: a tenant's queue name cann
 MAX_SHOWN = 80
 MAX_REASON = 1024  # an Event's note holds 1 KiB
 PARENT_QUEUE_ANNOTATION = "yunikorn.apache.org/parentqueue"  # a namespace's; tag namespace.parentqueue
+KEYS = (
+    Key(
+        PARENT_QUEUE_ANNOTATION,
+        "annotation",
+        "namespace",
+        "you",
+        "the parent queue of the namespace's queue, for the placement rule `tag` with `namespace.parentqueue`",
+    ),
+)
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
 IMPLICIT_RULES = (PlacementRule(RuleKind.PROVIDED),)
 

@@ -4,7 +4,7 @@ placement rule) takes it from its parent, which modules decide with it, and its 
 
 The readers that share a spelling read through the table: YuniKorn's `properties` and a Volcano
 Queue's `yuniplace.io/` annotations are parsed key by key from it (`keys`), and a child queue's settings
-come from its parent's by its `inherits` and `join` (queues.inheritance). The README's table of queue
+come from its parent's by its `inherits` and `join` (queues.inheritance). The docs' table of queue
 settings is made from it (queues.settings_docs), and a unit test holds it to the code: every field of
 the model has an entry, every reader listed reads the field, every parse function named is called by
 its source's reader.
@@ -14,7 +14,7 @@ entry here, naming its spellings, whether it passes down, its readers and its ef
 those readers (the rule). A spelling under `properties.` (YuniKorn) or `metadata.annotations.`
 (Volcano) is then read, checked and passed down without another edit; one in a source's own
 structure is read where that source's reader builds the QueueSpec. Run
-`python -m yuniplace.queues.settings_docs` for the README's table.
+`python -m yuniplace.docsgen --write` for the docs' table.
 """
 
 from __future__ import annotations

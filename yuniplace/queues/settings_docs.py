@@ -1,6 +1,7 @@
-"""The README's table of queue settings, made from the settings table (queues.settings) so that it
-says what the code does: `python -m yuniplace.queues.settings_docs` prints it, and a unit test holds
-the README to it.
+"""The docs' table of queue settings, made from the settings table (queues.settings) so that it
+says what the code does: `python -m yuniplace.queues.settings_docs` prints it, `python -m
+yuniplace.docsgen --write` puts it in docs/reference/queue-settings.md, and a unit test holds the page
+to it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ COLUMNS = (
 
 
 def markdown() -> str:
-    """The table between its markers, as the README holds it."""
+    """The table between its markers, as the docs' page holds it."""
     rows = [COLUMNS, tuple("---" for _ in COLUMNS)]
     rows += [_row(setting) for setting in SETTINGS]
     lines = ["| " + " | ".join(row) + " |" for row in rows]

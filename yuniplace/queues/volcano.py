@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from yuniplace.gang.keys import Key
 from yuniplace.gang.resources import format_quantity
 from yuniplace.gang.taskgroups import RESOURCE_NAME
 from yuniplace.queues import tree
@@ -39,6 +40,16 @@ from yuniplace.queues.values import BadValue
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 KIND = "Queue"
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
+KEYS = (
+    Key(
+        NODE_GROUP_LABEL,
+        "label",
+        "node",
+        "you",
+        "the node group a Volcano Queue's one required node group "
+        "(`spec.affinity.nodeGroupAffinity`) names: the nodes of its pool",
+    ),
+)
 CLOSED_STATES = ("Closed", "Closing")
 KNOWN_STATES = ("Open", "Closed", "Closing", "Unknown")
 MAX_QUEUES = 10_000

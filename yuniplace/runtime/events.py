@@ -30,50 +30,250 @@ NORMAL, WARNING = "Normal", "Warning"
 
 class Reason(enum.StrEnum):
     """Every reason yuniplace posts an event for, with the verb of its `action` field (events.k8s.io
-    requires one) and the types it is posted with, the first being its usual one. A str, so the
-    reason reads as the text kubectl shows. The README's Events table is checked against this one."""
+    requires one), the types it is posted with ("Warning/Normal": the first is its usual one), the
+    objects it is posted on and when it is sent. A str, so the reason reads as the text kubectl shows.
+    The reference of events (python -m yuniplace.docsgen) is made from this table."""
 
     action: str
     kinds: tuple[str, ...]
+    on: str
+    when: str
 
-    def __new__(cls, reason: str, action: str, *kinds: str) -> Reason:
+    def __new__(cls, reason: str, action: str, kinds: str, on: str, when: str) -> Reason:
         member = str.__new__(cls, reason)
         member._value_ = reason
         member.action = action
-        member.kinds = kinds
+        member.kinds = tuple(kinds.split("/"))
+        member.on = on
+        member.when = when
         return member
 
-    TASK_GROUP_MATCH = "TaskGroupMatch", "Match", NORMAL
-    TASK_GROUP_WARNING = "TaskGroupWarning", "Validate", WARNING
-    TASK_GROUPS_ERROR = "TaskGroupsError", "Validate", WARNING
-    CREATING_PLACEHOLDERS = "CreatingPlaceholders", "Reserve", NORMAL
-    PLACEHOLDER_ALLOCATED = "PlaceholderAllocated", "Reserve", NORMAL
-    GANG_RESERVATION_COMPLETE = "GangReservationComplete", "Reserve", NORMAL
-    PLACEHOLDER_SWAPPED = "PlaceholderSwapped", "Swap", NORMAL
-    GANG_STARTING = "GangStarting", "Start", NORMAL
-    GANG_STARTED = "GangStarted", "Start", NORMAL
-    TASK_GROUP_RESOURCE_MISMATCH = "TaskGroupResourceMismatch", "Swap", WARNING
+    TASK_GROUP_MATCH = (
+        "TaskGroupMatch",
+        "Match",
+        NORMAL,
+        "originator",
+        "the gang is recognised: groups, sizes, timeout, style",
+    )
+    TASK_GROUP_WARNING = (
+        "TaskGroupWarning",
+        "Validate",
+        WARNING,
+        "originator",
+        "an unknown task-group key was ignored, a topology ask (Kueue's beside yuniplace's; any, with admission off),"
+        " a task group made as large as its members (which request more than its `minResource`), or a PodGroup's "
+        "`minResources` beyond what its members request",
+    )
+    TASK_GROUPS_ERROR = (
+        "TaskGroupsError",
+        "Validate",
+        WARNING,
+        "pod",
+        "invalid annotations, each problem with its field and value",
+    )
+    CREATING_PLACEHOLDERS = (
+        "CreatingPlaceholders",
+        "Reserve",
+        NORMAL,
+        "originator",
+        "the reservation starts",
+    )
+    PLACEHOLDER_ALLOCATED = (
+        "PlaceholderAllocated",
+        "Reserve",
+        NORMAL,
+        "originator",
+        "a task group's placeholders are all placed",
+    )
+    GANG_RESERVATION_COMPLETE = (
+        "GangReservationComplete",
+        "Reserve",
+        NORMAL,
+        "originator",
+        "every placeholder is placed; swaps begin",
+    )
+    PLACEHOLDER_SWAPPED = (
+        "PlaceholderSwapped",
+        "Swap",
+        NORMAL,
+        "originator (and each member with `--member-events`)",
+        "a task group's members swapped in are bound: how many on their reserved node, how many moved and why",
+    )
+    GANG_STARTING = (
+        "GangStarting",
+        "Start",
+        NORMAL,
+        "originator",
+        "every member exists and the whole gang fits now: its members start on the nodes admission chose, without "
+        "placeholders",
+    )
+    GANG_STARTED = (
+        "GangStarted",
+        "Start",
+        NORMAL,
+        "originator (and each member with `--member-events`)",
+        "a task group's members started directly are bound: how many on their node, how many moved and why",
+    )
+    TASK_GROUP_RESOURCE_MISMATCH = (
+        "TaskGroupResourceMismatch",
+        "Swap",
+        WARNING,
+        "member",
+        "a member come after its gang started requests more than its group's placeholders hold (resource and both "
+        "sizes)",
+    )
     # A timeout is a warning; releasing the placeholders a running application left unused is not.
-    PLACEHOLDER_TIMEOUT = "PlaceholderTimeOut", "Timeout", WARNING, NORMAL
-    GANG_SCHEDULING_FAILED = "GangSchedulingFailed", "Fallback", WARNING
-    APPLICATION_FAILED = "ApplicationFailed", "Fail", WARNING
-    RESOURCE_RESERVATION_TIMEOUT = "ResourceReservationTimeout", "Fail", WARNING
-    GANG_TIMED_OUT = "GangTimedOut", "Timeout", WARNING
-    GANG_WAITING = "GangWaiting", "Admit", NORMAL
-    GANG_EXCEEDS_CAPACITY = "GangExceedsCapacity", "Admit", WARNING
-    GANG_REFUSED = "GangRefused", "Admit", WARNING
-    GANG_RESERVATION_RELEASED = "GangReservationReleased", "Reserve", WARNING
-    PLACEHOLDERS_REFUSED = "PlaceholdersRefused", "Reserve", WARNING
-    GANG_GROUP_WAITING = "GangGroupWaiting", "Reserve", NORMAL
-    SCHEDULER_NOT_RUNNING = "SchedulerNotRunning", "Validate", WARNING
-    GANG_PREEMPTED = "GangPreempted", "Preempt", WARNING
-    QUEUES_APPLIED = "QueuesApplied", "Configure", NORMAL, WARNING
-    QUEUES_REFUSED = "QueuesRefused", "Configure", WARNING
-    NATIVE_GANG = "NativeGang", "Observe", NORMAL
-    GANG_DEGRADED = "GangDegraded", "Observe", WARNING
-    GANG_RECOVERED = "GangRecovered", "Observe", NORMAL
-    GANG_RESTARTING = "GangRestarting", "Restart", WARNING
-    GANG_RELEASED = "GangReleased", "Release", WARNING
+    PLACEHOLDER_TIMEOUT = (
+        "PlaceholderTimeOut",
+        "Timeout",
+        WARNING + "/" + NORMAL,
+        "originator",
+        "the reservation timed out (k/n placed), or unused placeholders were released",
+    )
+    GANG_SCHEDULING_FAILED = (
+        "GangSchedulingFailed",
+        "Fallback",
+        WARNING,
+        "originator",
+        "Soft fallback: placeholders removed, pods scheduled normally",
+    )
+    APPLICATION_FAILED = (
+        "ApplicationFailed",
+        "Fail",
+        WARNING,
+        "originator",
+        "Hard timeout: the application fails; or a degraded gang passed its restart limit",
+    )
+    RESOURCE_RESERVATION_TIMEOUT = (
+        "ResourceReservationTimeout",
+        "Fail",
+        WARNING,
+        "each failed pod",
+        "the pod was failed (status reason `ResourceReservationTimeout`)",
+    )
+    GANG_TIMED_OUT = (
+        "GangTimedOut",
+        "Timeout",
+        WARNING,
+        "originator, each member",
+        "a Koordinator gang timed out: its pods are marked timed out (Koordinator's `timeout` annotation set to "
+        "`true`) and will not be scheduled; delete and recreate them",
+    )
+    GANG_WAITING = (
+        "GangWaiting",
+        "Admit",
+        NORMAL,
+        "originator",
+        "admission holds the gang back: what does not fit, its queue and position",
+    )
+    GANG_EXCEEDS_CAPACITY = (
+        "GangExceedsCapacity",
+        "Admit",
+        WARNING,
+        "originator",
+        "the gang is larger than all matching nodes; admitted anyway",
+    )
+    GANG_REFUSED = (
+        "GangRefused",
+        "Admit",
+        WARNING,
+        "originator",
+        "admission refuses the gang (a per-namespace limit); Soft: scheduled normally, Hard: failed",
+    )
+    GANG_RESERVATION_RELEASED = (
+        "GangReservationReleased",
+        "Reserve",
+        WARNING,
+        "originator",
+        "Strict mode gave a partial reservation back, or a Coscheduling, PodGroup or Volcano gang timed out (or its "
+        "pods did not all exist in time), or a Soft gang that requires a topology domain timed out holding none, and "
+        "gave its reservation back; when it tries again",
+    )
+    PLACEHOLDERS_REFUSED = (
+        "PlaceholdersRefused",
+        "Reserve",
+        WARNING,
+        "originator",
+        "the API refused its placeholders (a quota): released at once, tried again after a backoff",
+    )
+    GANG_GROUP_WAITING = (
+        "GangGroupWaiting",
+        "Reserve",
+        NORMAL,
+        "originator",
+        "reserved, waiting for the rest of its gang group",
+    )
+    SCHEDULER_NOT_RUNNING = (
+        "SchedulerNotRunning",
+        "Validate",
+        WARNING,
+        "pod",
+        "a gang pod for another scheduler that no scheduler has picked up in 10 s, and what to change",
+    )
+    GANG_PREEMPTED = (
+        "GangPreempted",
+        "Preempt",
+        WARNING,
+        "originator",
+        "the queue that lent its room takes it back: which queue, from which queue, and what goes (placeholders, or "
+        "every pod of the gang); or why the gang could not be evicted whole",
+    )
+    QUEUES_APPLIED = (
+        "QueuesApplied",
+        "Configure",
+        NORMAL + "/" + WARNING,
+        "queues ConfigMap",
+        "an edit of queues.yaml is in force: how many queues and rules; Warning when some settings have no effect "
+        "(each named)",
+    )
+    QUEUES_REFUSED = (
+        "QueuesRefused",
+        "Configure",
+        WARNING,
+        "queues ConfigMap, Volcano Queue",
+        "the configuration cannot be used: each problem by queue and field; the previous one stays in force",
+    )
+    NATIVE_GANG = (
+        "NativeGang",
+        "Observe",
+        NORMAL,
+        "first pod of a native pod group never gated, or one whose queue does not hold native gangs",
+        "a gang of the Workload API left to kube-scheduler's gang plugin (its minimum, its queue, why: an opted-out "
+        "namespace or queue, no queues configured; yuniplace then neither gates nor placeholds it), and again when it"
+        " has started whole",
+    )
+    GANG_DEGRADED = (
+        "GangDegraded",
+        "Observe",
+        WARNING,
+        "originator",
+        "a started gang has been below its minimum for 5 s: how many members are up of its minimum, and each member "
+        "lost and why (failed, with its reason; being deleted; its node gone, NotReady or unreachable), those that no"
+        " longer exist and those waiting to be scheduled",
+    )
+    GANG_RECOVERED = (
+        "GangRecovered",
+        "Observe",
+        NORMAL,
+        "originator",
+        "a degraded gang is back at its minimum (a replacement runs), and after how long",
+    )
+    GANG_RESTARTING = (
+        "GangRestarting",
+        "Restart",
+        WARNING,
+        "originator",
+        "a degraded gang with `restart` is evicted whole for its owner to make it again: how far below its minimum, "
+        "which owner, which restart of how many; or why it could not be evicted whole",
+    )
+    GANG_RELEASED = (
+        "GangReleased",
+        "Release",
+        WARNING,
+        "originator",
+        "a degraded gang with `release` stayed below its minimum past its recovery timeout and is evicted whole, its "
+        "room given back",
+    )
 
 
 # A pod yuniplace failed carries one of its reasons as its status reason.

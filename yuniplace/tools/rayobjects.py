@@ -20,6 +20,16 @@ from yuniplace.gang import keys
 from yuniplace.gang.resources import format_quantity, quantities, total
 
 GANG_LABEL = "ray.io/gang-scheduling-enabled"
+KEYS = (
+    keys.Key(
+        GANG_LABEL,
+        "label",
+        "RayCluster or RayJob",
+        keys.YOU,
+        "`true` makes KubeRay write a gang; "
+        "`yuniplace validate` reads it to tell the gang KubeRay's operator will write",
+    ),
+)
 HEAD_GROUP = "headgroup"
 SUBMITTER_GROUP = "submittergroup"
 # What KubeRay's yunikorn mode copies from the RayCluster's (or RayJob's) labels onto each pod.

@@ -11,14 +11,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from yuniplace.cliargs import configmap_argument
+from yuniplace.cliargs import add_cluster_arguments, configmap_argument
 from yuniplace.controller.observe import bound_members, observed_state
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
 from yuniplace.gang.state import AppState
-from yuniplace.kube import KubeClient, NotFound, workloadapi
+from yuniplace.kube import KubeClient, NotFound, context_namespace, workloadapi
 from yuniplace.tools import queuestatus
 
 
@@ -156,6 +156,16 @@ def _native_groups(client: KubeClient, namespace: str | None) -> dict[str, dict[
     return groups
 
 
+def pod_group_of(client: KubeClient, key: p.AppKey, pods: list[p.Pod]) -> dict[str, Any] | None:
+    """The object that describes one application's gang, when its dialect has one (a PodGroup, a native
+    pod group), read from the cluster."""
+    if started_by_kube_scheduler(pods):
+        found = workloadapi.lookup(_native_groups(client, key.namespace).get(key.namespace, {}), key.app_id)
+        return None if found is None else found.as_object()
+    api = pod_group_api(pods)
+    return None if api is None else _pod_groups(client, key.namespace, api.path).get(key)
+
+
 def collect(client: KubeClient, namespace: str | None, app: str | None) -> list[dict[str, Any]]:
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     pods = client.get(path)["items"]
@@ -219,8 +229,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "the topology domain its reservation holds, age of the reservation and the time left before it times out.",
     )
     parser.add_argument("app", nargs="?", metavar="APP", help="one application id")
-    parser.add_argument("-n", "--namespace", help="one namespace (default: all)")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    add_cluster_arguments(
+        parser,
+        namespace_help="one namespace (default: all; as `kubectl yuniplace`: the context's namespace, as kubectl's)",
+        all_namespaces=True,
+    )
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table")
     parser.add_argument(
         "--queues",
@@ -237,10 +250,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(run=run)
 
 
+def namespace_of(args: argparse.Namespace) -> str | None:
+    """The namespace a command reads (None: every namespace): -n's, none with -A, else every namespace for
+    `yuniplace status` and the context's namespace for `kubectl yuniplace status`, as kubectl reads one."""
+    if getattr(args, "all_namespaces", False):
+        return None
+    if args.namespace:
+        return str(args.namespace)
+    if getattr(args, "kubectl", False):
+        return context_namespace(args.kubeconfig, args.context)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    client = KubeClient.from_kubeconfig(args.kubeconfig, context=args.context)
     if args.queues:
-        return queuestatus.run(KubeClient.from_kubeconfig(args.kubeconfig), args.queues_configmap, args.output)
-    rows = collect(KubeClient.from_kubeconfig(args.kubeconfig), args.namespace, args.app)
+        return queuestatus.run(client, args.queues_configmap, args.output)
+    rows = collect(client, namespace_of(args), args.app)
     if args.output == "json":
         json.dump(rows, sys.stdout, indent=2)
         print()

@@ -282,13 +282,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "configurations (YuniKorn's queues.yaml, a ConfigMap holding one, Volcano Queues). Lines that "
         "spark-submit would misread are errors. Exit 1 on any error (or warning, with --strict).",
     )
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="filenames",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="a file to check, as kubectl names one (repeatable; beside the FILEs)",
+    )
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
     parser.add_argument("--output", "-o", choices=["text", "json"], default="text")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    args.files = [*args.files, *args.filenames]
+    if not args.files:
+        args.parser.error("name at least one FILE (or -f FILE)")
     limits = Limits()
     subjects: list[Subject] = []
     unreadable: list[tuple[str, str]] = []  # (where, message): files and lines that cannot be used

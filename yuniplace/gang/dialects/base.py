@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from yuniplace.gang import keys
+from yuniplace.gang.keys import Key
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits, Problem
 
@@ -109,6 +110,11 @@ class GangDialect(Protocol):
     @property
     def title(self) -> str:
         """How messages name the dialect: "Coscheduling"."""
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        """The labels and annotations of its own that it reads or writes, described for the reference of
+        keys (YuniKorn's are keys.py's, read all over yuniplace)."""
 
     @property
     def pod_groups(self) -> PodGroupApi | None:

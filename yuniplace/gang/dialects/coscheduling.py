@@ -9,15 +9,21 @@ from collections.abc import Sequence
 
 from yuniplace.gang.dialects.base import Pod, PodGroup, labels_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
+from yuniplace.gang.keys import Key
 from yuniplace.gang.podshape import whole_number
 from yuniplace.gang.taskgroups import GangSpec, Limits, OnTimeout
 
 NAME = "pod-group.scheduling.sigs.k8s.io/name"  # label
 MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"  # label
+KEYS = (
+    Key(NAME, "label", "gang member", "you", "marks a Coscheduling gang pod and names its gang"),
+    Key(MIN_AVAILABLE, "label", "gang member", "you", "the gang's minimum: pods that start together"),
+)
 
 
 class Coscheduling(PodsLikeThese):
     title = "Coscheduling"
+    keys = KEYS
 
     def detects(self, pod: Pod) -> bool:
         return bool(labels_of(pod).get(NAME))

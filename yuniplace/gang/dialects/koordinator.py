@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from yuniplace.gang.dialects.base import Pod, PodGroup, annotations_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
+from yuniplace.gang.keys import Key
 from yuniplace.gang.podshape import whole_number
 from yuniplace.gang.taskgroups import GangSpec, Limits, Mode, OnTimeout, Problem, gang_group
 
@@ -22,6 +23,26 @@ MODE = PREFIX + "mode"
 GROUPS = PREFIX + "groups"
 # Written on each pod of a gang that timed out: koord-scheduler then never schedules it.
 TIMEOUT = PREFIX + "timeout"
+KEYS = (
+    Key(NAME, "annotation", "gang member", "you", "marks a Koordinator gang pod and names its gang"),
+    Key(MIN_AVAILABLE, "annotation", "gang member", "you", "the gang's minimum: pods that start together"),
+    Key(WAITING_TIME, "annotation", "gang member", "you", "the gang's timeout, a Go duration (`300s`, `10m`)"),
+    Key(MODE, "annotation", "gang member", "you", "`Strict` (the default) or `NonStrict`"),
+    Key(
+        GROUPS,
+        "annotation",
+        "gang member",
+        "you",
+        "a JSON list of gangs reserved all or nothing together; empty or `[]`: no gang group",
+    ),
+    Key(
+        TIMEOUT,
+        "annotation",
+        "gang member",
+        "yuniplace",
+        "`true` on each pod of a gang that timed out: it stays gated and is never scheduled; delete and recreate it",
+    ),
+)
 
 GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
 DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
@@ -42,6 +63,7 @@ def _duration_s(text: str, where: str, problems: list[Problem]) -> int | None:
 
 class Koordinator(PodsLikeThese):
     title = "Koordinator"
+    keys = KEYS
 
     def detects(self, pod: Pod) -> bool:
         return bool(annotations_of(pod).get(NAME))

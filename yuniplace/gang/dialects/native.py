@@ -24,6 +24,7 @@ from typing import Any
 from yuniplace.gang import keys
 from yuniplace.gang.dialects.base import Pod, PodGroup, is_gated
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members
+from yuniplace.gang.keys import Key
 from yuniplace.gang.podshape import whole_number
 from yuniplace.gang.taskgroups import GangSpec, InvalidGang, Limits, OnTimeout, Problem, policy_of
 
@@ -56,6 +57,7 @@ def named_by(pod: Mapping[str, Any]) -> str:
 
 class Native(PodsLikeThese):
     title = "Workload API"
+    keys: tuple[Key, ...] = ()  # a native gang is named by its pods' spec, not by a label or annotation
     started_by_kube_scheduler = True
     # The fields naming its group are kept too: a trimmed pod must still be known as kube-scheduler's.
     spec_fields = (*PodsLikeThese.spec_fields, "schedulingGroup", "workloadRef")

@@ -17,12 +17,22 @@ from typing import Any
 
 from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, differs, labels_of
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, most_members, no_pod_group
+from yuniplace.gang.keys import Key
 from yuniplace.gang.podshape import min_resources, whole_number
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, Limits, OnTimeout
 
 LABEL = "scheduling.x-k8s.io/pod-group"  # label naming a scheduler-plugins PodGroup
 API = "/apis/scheduling.x-k8s.io/v1alpha1"
+KEYS = (
+    Key(
+        LABEL,
+        "label",
+        "gang member",
+        "you (or its operator)",
+        "names the scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`) that describes the pod's gang",
+    ),
+)
 MIN_MEMBER = "PodGroup spec.minMember"
 MIN_RESOURCES = "PodGroup spec.minResources"
 COUNTS = ("scheduled", "running", "succeeded", "failed")
@@ -65,6 +75,7 @@ class PluginPodGroups:
 
 class PodGroupDialect(PodsLikeThese):
     title = "PodGroup"
+    keys = KEYS
     pod_groups: PluginPodGroups = PluginPodGroups()
 
     def detects(self, pod: Pod) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from yuniplace.gang.dialects import coscheduling, koordinator, native, podgroup, volcano, yunikorn
 from yuniplace.gang.dialects.base import GangDialect, Pod, PodGroupApi
+from yuniplace.gang.keys import Key
 
 DIALECTS: tuple[GangDialect, ...] = (
     native.DIALECT,
@@ -59,3 +60,8 @@ def pod_group_api(pods: Iterable[Pod]) -> PodGroupApi | None:
 def pod_group_apis() -> tuple[PodGroupApi, ...]:
     """Every API whose PodGroups describe gangs, each watched where it is served."""
     return tuple(api for dialect in DIALECTS if (api := dialect.pod_groups) is not None)
+
+
+def documented_keys() -> tuple[tuple[str, tuple[Key, ...]], ...]:
+    """Each dialect's own keys, by its title, in precedence order (for the reference of keys)."""
+    return tuple((dialect.title, dialect.keys) for dialect in DIALECTS if dialect.keys)

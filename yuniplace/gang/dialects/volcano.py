@@ -42,6 +42,7 @@ from typing import Any
 from yuniplace.gang import keys
 from yuniplace.gang.dialects.base import GangProgress, Pod, PodGroup, annotations_of, differs
 from yuniplace.gang.dialects.stated import PodsLikeThese, StatedGang, gang_spec, member_problems, no_pod_group
+from yuniplace.gang.keys import Key
 from yuniplace.gang.podshape import MEMBER_GROUP, beyond_groups, min_resources, shaped_group, whole_number
 from yuniplace.gang.state import TERMINAL, AppState
 from yuniplace.gang.taskgroups import DNS1123_LABEL, GangSpec, Limits, OnTimeout, Problem
@@ -51,6 +52,22 @@ from yuniplace.gang.taskgroups import DNS1123_LABEL, GangSpec, Limits, OnTimeout
 # Queues, which queue sources read: keys.VOLCANO_API.
 GROUP_NAME = "scheduling.k8s.io/group-name"
 TASK = "volcano.sh/task-spec"
+KEYS = (
+    Key(
+        GROUP_NAME,
+        "annotation",
+        "gang member",
+        "you (or Volcano's job controller)",
+        "names the Volcano PodGroup (`scheduling.volcano.sh/v1beta1`) that describes the pod's gang",
+    ),
+    Key(
+        TASK,
+        "annotation",
+        "gang member",
+        "Volcano's job controller",
+        "the pod's task, matched with the PodGroup's `spec.minTaskMember`: a task group per task",
+    ),
+)
 
 DEFAULT_QUEUE = "default"  # Volcano's queue for a PodGroup that names none
 MIN_MEMBER = "PodGroup spec.minMember"
@@ -252,6 +269,7 @@ class VolcanoPodGroups:
 
 class Volcano(PodsLikeThese):
     title = "Volcano"
+    keys = KEYS
     pod_groups: VolcanoPodGroups = VolcanoPodGroups()
 
     def detects(self, pod: Pod) -> bool:

@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from yuniplace.gang import keys
 from yuniplace.gang.dialects.base import Pod, PodGroup, PodGroupApi, annotations_of
 from yuniplace.gang.dialects.stated import member_problems
+from yuniplace.gang.keys import Key
 from yuniplace.gang.taskgroups import GangSpec, Limits, Problem, parse_gang
 
 
 class YuniKorn:
     title = "YuniKorn"
+    keys: tuple[Key, ...] = ()  # keys.py's: YuniKorn's keys are read all over yuniplace
     pod_groups: PodGroupApi | None = None
     started_by_kube_scheduler = False
     spec_fields: tuple[str, ...] = ()  # task groups say their pods' shape themselves

@@ -1,4 +1,4 @@
-"""The README's "On kind, with Helm" commands, run as written, in one shell, from a clean checkout's
+"""The docs' "On kind, with Helm" commands (docs/getting-started/kind.md), run as written, in one shell, from a clean checkout's
 root: a kind cluster of its own (KIND_CLUSTER_NAME and KUBECONFIG keep it apart from the session's and
 from the user's), yuniplace loaded and installed with Helm, the batch Job applied, and the gang's story
 read from `kubectl get events -w` until both pods are bound on the nodes admission chose for them."""
@@ -11,7 +11,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from tests.kind.support import REPO, readme_kind_block, wait
+from tests.kind.support import REPO, kind_page_block, wait
 from yuniplace.localcluster.kind import KindCluster
 from yuniplace.localcluster.kindimage import KindImages
 
@@ -28,8 +28,8 @@ def reasons(lines: list[str]) -> list[tuple[str, str]]:
     return rows
 
 
-def test_readme_kind_commands_run_as_written(images: KindImages, tmp_path: Path) -> None:
-    block = readme_kind_block()
+def test_the_kind_page_commands_run_as_written(images: KindImages, tmp_path: Path) -> None:
+    block = kind_page_block()
     assert "kind create cluster" in block and "helm install" in block and "kubectl get events -w" in block
     name = f"yp-readme-{os.getpid()}"
     script = tmp_path / "readme.sh"
@@ -52,7 +52,7 @@ def test_readme_kind_commands_run_as_written(images: KindImages, tmp_path: Path)
 
     def flow_told() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"the README's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}")
+            raise AssertionError(f"the kind page's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}")
         seen = reasons(list(lines))
         started = [
             line

@@ -1,0 +1,188 @@
+"""The gang's state diagram as SVG, drawn from the transitions table with a small deterministic layout (no
+graphviz, no JavaScript), so the docs site shows it offline and a test holds it to the table.
+
+`transitions()` is the one place that reads the table: point it at another `(state, trigger) -> next`
+table and the diagram follows (each pair of states is drawn once, whatever triggers it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from yuniplace.gang import state
+
+NODE_W, NODE_H = 112, 40
+COLUMN_GAP, ROW_GAP = 62, 56
+MARGIN = 24
+ARC_STEP = 26  # how high an arc above the row climbs per column it spans
+FONT = "font-family:sans-serif;font-size:13px"
+
+
+@dataclass(frozen=True)
+class Table:
+    """States in their order (the first is where every gang begins), the moves between them, and the
+    states nothing leaves."""
+
+    states: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    terminal: frozenset[str]
+
+
+def transitions() -> Table:
+    """The states and transitions of `yuniplace/gang/state.py`."""
+    states = tuple(s.value for s in state.AppState)
+    edges = tuple(
+        (source.value, target.value)
+        for source in state.AppState
+        for target in state.AppState
+        if target in state.TRANSITIONS[source]
+    )
+    return Table(states, edges, frozenset(s.value for s in state.TERMINAL))
+
+
+def _drawn(table: Table) -> list[tuple[str, str]]:
+    """The moves to draw: every pair of states the table joins, once; staying put is no move."""
+    return list(dict.fromkeys((source, target) for source, target in table.edges if source != target))
+
+
+def rows(table: Table) -> tuple[list[str], list[str]]:
+    """The two rows: the states a gang moves on from in more than one way (its progress, in listed
+    order), and the outcomes below them (the rest), ordered so that a move between two outcomes joins
+    neighbours (Resuming → Completed)."""
+    outs = {name: [t for s, t in _drawn(table) if s == name] for name in table.states}
+    progress = [name for name in table.states if len(outs[name]) >= 2]
+    rest = [name for name in table.states if name not in progress]
+    outcomes: list[str] = []
+    for first in rest:
+        name: str | None = first
+        while name is not None and name not in outcomes:
+            outcomes.append(name)
+            name = next((t for t in outs[name] if t in rest and t not in outcomes), None)
+    return progress, outcomes
+
+
+def layout(table: Table) -> dict[str, tuple[float, float]]:
+    """The centre of each state's box: progress in a row, outcomes in a row below, centred under it."""
+    progress, outcomes = rows(table)
+    step = NODE_W + COLUMN_GAP
+    top = MARGIN + ARC_STEP * (len(progress) + 1)
+    centres = {name: (MARGIN + NODE_W / 2 + index * step, top + NODE_H / 2) for index, name in enumerate(progress)}
+    shift = max(0.0, (len(progress) - len(outcomes)) * step / 2)
+    below = top + NODE_H * 1.5 + ROW_GAP * 2
+    for index, name in enumerate(outcomes):
+        centres[name] = (MARGIN + NODE_W / 2 + shift + index * step, below)
+    return centres
+
+
+@dataclass(frozen=True)
+class Move:
+    source: str
+    target: str
+    route: str  # "level": straight to the next box of its row; "arc": over the row; "down": to the row below
+
+
+def _moves(table: Table, centres: Mapping[str, tuple[float, float]]) -> list[Move]:
+    moves = []
+    for source, target in _drawn(table):
+        (x1, y1), (x2, y2) = centres[source], centres[target]
+        between = any(min(x1, x2) < x < max(x1, x2) and y == y1 for x, y in centres.values())
+        if y1 != y2:
+            moves.append(Move(source, target, "down"))
+        elif x2 > x1 and not between:
+            moves.append(Move(source, target, "level"))
+        else:
+            moves.append(Move(source, target, "arc"))
+    return moves
+
+
+def _ports(moves: Sequence[Move], centres: Mapping[str, tuple[float, float]]) -> dict[tuple[int, str], float]:
+    """Where each move meets each of its boxes, along the box's top or bottom side: spread evenly, in
+    the order of the other end's x, so no two arrows share a point."""
+    sides: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
+    for index, move in enumerate(moves):
+        if move.route == "level":
+            continue
+        for end, other, role in ((move.source, move.target, "from"), (move.target, move.source, "to")):
+            side = "top" if move.route == "arc" or role == "to" else "bottom"
+            sides.setdefault((end, side), []).append((centres[other][0], 0 if role == "to" else 1, index))
+    ports = {}
+    for (end, _side), users in sides.items():
+        users.sort()
+        for rank, (_x, role_order, index) in enumerate(users):
+            role = "to" if role_order == 0 else "from"
+            ports[(index, role)] = centres[end][0] - NODE_W / 2 + NODE_W * (rank + 1) / (len(users) + 1)
+    return ports
+
+
+def _path(
+    move: Move, index: int, centres: Mapping[str, tuple[float, float]], ports: Mapping[tuple[int, str], float]
+) -> str:
+    (x1, y1), (x2, y2) = centres[move.source], centres[move.target]
+    if move.route == "level":
+        return f"M{x1 + NODE_W / 2:.0f},{y1:.0f} L{x2 - NODE_W / 2:.0f},{y2:.0f}"
+    start, end = ports[(index, "from")], ports[(index, "to")]
+    if move.route == "down":
+        return f"M{start:.0f},{y1 + NODE_H / 2:.0f} L{end:.0f},{y2 - NODE_H / 2:.0f}"
+    span = round(abs(x2 - x1) / (NODE_W + COLUMN_GAP))
+    lift = ARC_STEP * (span + (0.5 if x2 < x1 else 0)) * 1.4
+    top = y1 - NODE_H / 2
+    return f"M{start:.0f},{top:.0f} C{start:.0f},{top - lift:.0f} {end:.0f},{top - lift:.0f} {end:.0f},{top:.0f}"
+
+
+def svg(table: Table | None = None) -> str:
+    """The diagram: a box per state (terminal ones doubled), an arrow per move, each with a `<title>`
+    naming it ("Pending → Reserving"), so it reads on hover and a test can list the moves drawn."""
+    table = table or transitions()
+    centres = layout(table)
+    moves = _moves(table, centres)
+    ports = _ports(moves, centres)
+    width = max(x for x, _ in centres.values()) + NODE_W / 2 + MARGIN
+    height = max(y for _, y in centres.values()) + NODE_H / 2 + MARGIN
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="state-diagram" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="The states of a gang and its moves">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    for index, move in enumerate(moves):
+        parts.append(
+            f'<g class="move"><title>{escape(move.source)} → {escape(move.target)}</title>'
+            f'<path d="{_path(move, index, centres, ports)}" fill="none" stroke="#555" stroke-width="1.3" '
+            'marker-end="url(#arrow)"/></g>'
+        )
+    for name in table.states:
+        x, y = centres[name]
+        left, top = x - NODE_W / 2, y - NODE_H / 2
+        parts.append(f'<g class="state"><title>{escape(name)}</title>')
+        parts.append(
+            f'<rect x="{left:.0f}" y="{top:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8" fill="#eef3fb" '
+            'stroke="#3f6ab0" stroke-width="1.5"/>'
+        )
+        if name in table.terminal:
+            parts.append(
+                f'<rect x="{left + 4:.0f}" y="{top + 4:.0f}" width="{NODE_W - 8}" height="{NODE_H - 8}" rx="6" '
+                'fill="none" stroke="#3f6ab0" stroke-width="1"/>'
+            )
+        parts.append(
+            f'<text x="{x:.0f}" y="{y + 4:.0f}" text-anchor="middle" style="{FONT}" fill="#1b2a44">'
+            f"{escape(name)}</text>"
+        )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def moves_drawn(text: str) -> set[tuple[str, str]]:
+    """The moves an SVG made by `svg` draws, read back from their titles."""
+    found = set()
+    for chunk in text.split('<g class="move"><title>')[1:]:
+        source, _, target = chunk.split("</title>", 1)[0].partition(" → ")
+        found.add((source, target))
+    return found
+
+
+def table_moves(table: Table | None = None) -> set[tuple[str, str]]:
+    """The moves the table allows between two different states."""
+    return set(_drawn(table or transitions()))
