@@ -31,6 +31,7 @@ from typing import Protocol
 
 from yuniplace.admission.decision import AdmissionRules, Decided, Memory, Reclaim, decide
 from yuniplace.admission.domains import DomainRoom, free_by_domain
+from yuniplace.admission.growth import Growth
 from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources
@@ -79,8 +80,10 @@ class Admission:
     ) -> None:
         # Every node's room, fed by the node and pod watches; a change that frees room calls a cycle.
         self.room = ClusterRoom(on_freed=self.capacity_changed)
+        # What an autoscaler's node pools can still add, fed by their watches where they are served.
+        self.growth = Growth(on_change=self.capacity_changed)
         self._store = store
-        self._sources = Sources(store, self.room, pod_group_of, limits)
+        self._sources = Sources(store, self.room, pod_group_of, limits, self.growth)
         self._queues = queues
         self._wake = wake
         self._rules = rules

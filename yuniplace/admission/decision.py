@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from yuniplace.admission.domains import closest, first_required, place, shortfall
+from yuniplace.admission.growth import GrowingPool, is_coming
 from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
@@ -108,6 +109,10 @@ def _needs_of(unit: Sequence[App]) -> list[Need]:
 
 def _asks_domains(app: App) -> bool:
     return app.spec.topology is not None or any(group.topology is not None for group in app.spec.groups)
+
+
+def _pools_said(pools: Sequence[GrowingPool]) -> str:
+    return "; ".join(pool.describe() for pool in pools)
 
 
 def _named_for(key: p.AppKey, viewer: str) -> str:
@@ -342,6 +347,19 @@ class Decision:
                 times_out=True,
             )
             return
+        if any(never) and (pools := self._pools_for(needs)):
+            # Only growth could hold it, and its node pools cannot make that much: placeholders would
+            # only make them grow for a gang that never starts.
+            self._wait(
+                unit,
+                lambda app: (
+                    f"the gang needs more than all matching nodes hold and its node pools can still make "
+                    f"({_describe(unit, never, app.key.namespace)}): {_pools_said(pools)}; waiting for room to be "
+                    "freed or for a pool's limits to be raised"
+                ),
+                times_out=True,
+            )
+            return
         if any(never):
             self._grant(
                 unit,
@@ -356,9 +374,11 @@ class Decision:
             seats, domains = direct
             self._grant(unit, lambda _app: Granted(seats=seats, domains=domains))
             return
+        before = self._room.copy()
         placed = self._place(self._room, unit)
         if placed is not None:
-            self._grant(unit, lambda app: Granted(domains=placed[app.key]))
+            grows = self._grows(before)
+            self._grant(unit, lambda app: Granted(domains=placed[app.key], grows=grows))
         elif any(_asks_domains(app) for app in unit) and self._place(self._snapshot.empty.copy(), unit) is None:
             self._never_in_a_domain(unit)
         elif not self._reclaim_for(unit, needs) and not self._borrow_for(unit):
@@ -397,6 +417,21 @@ class Decision:
             times_out=True,
         )
 
+    # -- nodes yet to come ----------------------------------------------------------------------------
+
+    def _pools_for(self, needs: Sequence[Need]) -> list[GrowingPool]:
+        """The autoscaler's node pools a pod of the needs could go to."""
+        return self._snapshot.coming.pools_for(lambda node: any(need.constraints.accepts(node) for need in needs))
+
+    def _grows(self, before: Room) -> tuple[str, ...]:
+        """The node pools whose nodes yet to come a grant just took room on (the room `before` it)."""
+        pools = {
+            node.coming_from
+            for node in self._snapshot.coming.nodes
+            if node.coming_from and before.free_of(node.name) != self._room.free_of(node.name)
+        }
+        return tuple(sorted(pools))
+
     # -- the direct start -----------------------------------------------------------------------------
 
     def _still_arriving(self, unit: Sequence[App]) -> bool:
@@ -433,7 +468,9 @@ class Decision:
             domains, app = chosen, replace(app, domains=chosen)  # its needs, kept in those domains
         trial = self._room.copy()
         seats = trial.seat(app.needs)
-        if seats is None or self._snapshot.room.contended({node for nodes in seats for node in nodes}):
+        if seats is None or any(is_coming(node) for nodes in seats for node in nodes):
+            return None  # a seat is on a node there is: one yet to come is reserved with a placeholder
+        if self._snapshot.room.contended({node for nodes in seats for node in nodes}):
             return None
         self._room = trial
         return tuple((need.label, tuple(nodes)) for need, nodes in zip(app.needs, seats, strict=True)), domains
@@ -707,10 +744,15 @@ class Decision:
             app.key: why for app in unit if _asks_domains(app) and (why := shortfall(self._room, app.spec, app.needs))
         }
         position = self._behind[queue]
+        pools = self._pools_for(needs)
+        grown = f"; {_pools_said(pools)}" if pools else ""  # why growth does not hold it either
         if queue not in self._heads:
             self._heads[queue] = first.key
             claimed_for = 0.0 if first.queued_since is None else self._now - first.queued_since
             after = self._rules.placeholders_after_s
+            if after is not None and first.queued_since is not None and claimed_for < after:
+                due = first.queued_since + after  # the next cycle comes when its time is up, not when room frees
+                self.next_cycle_at = min(due, self.next_cycle_at or due)
             if after is not None and claimed_for >= after and not self._elastic_in_flight:
                 self._elastic_in_flight = True
                 self._grant(
@@ -736,7 +778,9 @@ class Decision:
                 )
             self._wait(
                 unit,
-                lambda app: f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}; {where}",
+                lambda app: (
+                    f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}{grown}; {where}"
+                ),
                 times_out=True,
             )
             return
@@ -744,7 +788,7 @@ class Decision:
         self._wait(
             unit,
             lambda app: (
-                f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}; position "
+                f"waiting for free capacity: {_describe(unit, short, app.key.namespace, said)}{grown}; position "
                 f"{position} in queue {_shown(queue)}, behind {_named_for(head, app.key.namespace)}"
             ),
             times_out=False,

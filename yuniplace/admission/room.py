@@ -105,6 +105,17 @@ class RoomView:
             self.nodes, ChainMap(freed, cast(dict[str, Mapping[str, int]], self.free)) if freed else self.free
         )
 
+    def with_coming(self, coming: Sequence[Node]) -> RoomView:
+        """The view with nodes yet to come (an autoscaler's, named to sort after every node there is)
+        added, empty."""
+        free = {**self.free, **{node.name: node.allocatable for node in coming}}
+        return RoomView([*self.nodes, *coming], free, self.takes, self.competing)
+
+    def whole_room(self, coming: Sequence[Node]) -> Room:
+        """Every node's whole allocatable room, those yet to come included: what a gang could ever get."""
+        nodes = [*self.nodes, *coming]
+        return Room.of_free(nodes, {node.name: node.allocatable for node in nodes})
+
     def held(self, uids: Iterable[str]) -> dict[str, int]:
         """What the pods `uids` take on their nodes, summed (`pods` counting 1000 a pod)."""
         total: dict[str, int] = {}
@@ -163,6 +174,9 @@ class ClusterRoom:
         """Of those, the nodes the control plane does not keep new pods off (not Ready yet, unreachable,
         cordoned): only their room counts for a gang."""
         return sum(1 for node in self._ordered if node.takes_new_pods)
+
+    def has_node(self, name: str) -> bool:
+        return name in self._nodes
 
     def node_health(self, name: str) -> str | None:
         """How the pods on a node stand, for a started gang's losses (gang/losses.py): None while it is

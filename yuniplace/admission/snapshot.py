@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from yuniplace.admission.growth import Coming, Growth
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
 from yuniplace.admission.tickets import LeftToKubeScheduler, Refused
 from yuniplace.gang import pods as p
@@ -162,6 +163,9 @@ class Snapshot:
     peers: Mapping[p.AppKey, Peer] = field(default_factory=dict)
     pool_usage: Mapping[str, Amounts] = field(default_factory=dict)  # ordinary pods' use of each pool, by queue
     capacity: Amounts = field(default_factory=dict)  # every node's allocatable, summed (for fair queues)
+    # What an autoscaler can still add: its node pools, and the nodes yet to come, which `room` and
+    # `empty` hold after the nodes there are.
+    coming: Coming = field(default_factory=Coming)
 
     def free_room(self, without: Iterable[p.AppKey] = ()) -> Room:
         """Every node's free room, as if the applications `without` and their pods were gone."""
@@ -205,12 +209,17 @@ class Sources:
     room: ClusterRoom
     pod_group_of: Callable[[p.AppKey], Mapping[str, object] | None]
     limits: Limits
+    growth: Growth | None = None  # an autoscaler's node pools, where it runs
 
     def read(self, placing: Placing, now: float, watched: Iterable[p.AppKey] = ()) -> Snapshot:
         """The snapshot of this moment: the room first, then the applications, as the room sees their
         pods. `watched`: applications whose pods admission follows though they may be no candidates
         (those whose room is being taken back)."""
-        view = self.room.view()
+        there = self.room.view()  # the nodes there are, which queues' pools and shares count
+        view, empty = there, self.room.empty_room()
+        coming = self.growth.coming(self.room.has_node) if self.growth is not None else Coming()
+        if coming.nodes:
+            view, empty = there.with_coming(coming.nodes), there.whole_room(coming.nodes)
         config = placing.config
         apps: dict[p.AppKey, App] = {}
         refused: dict[p.AppKey, Refused | LeftToKubeScheduler] = {}
@@ -248,11 +257,12 @@ class Sources:
             apps=apps,
             refused=refused,
             room=view,
-            empty=self.room.empty_room(),
+            empty=empty,
             pods=pods_of,
             peers=self._peers(apps),
-            pool_usage=self._pool_usage(config, view, pods_of),
-            capacity=self._capacity(config, view),
+            pool_usage=self._pool_usage(config, there, pods_of),
+            capacity=self._capacity(config, there),
+            coming=coming,
         )
 
     def _app(

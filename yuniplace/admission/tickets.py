@@ -15,7 +15,9 @@ class Granted:
     every member exists and the whole gang fits now: its members start at once on the nodes given
     (for each task group, a node per member it needs), with no placeholders. `domains`: the topology
     domains chosen for it, which its placeholders (and members, seated or not) are kept in. With `lender`,
-    it does not fit on its queue's own pool: it borrows the idle nodes of that queue's."""
+    it does not fit on its queue's own pool: it borrows the idle nodes of that queue's. `grows`: the
+    autoscaler's node pools whose nodes yet to come it counts on (its placeholders are what they make
+    nodes for)."""
 
     warning: str | None = None
     seats: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -23,6 +25,7 @@ class Granted:
     # The queue whose pool's idle nodes it borrows besides its own, and the pool it may then use.
     lender: str | None = None
     pool: Pool | None = None
+    grows: tuple[str, ...] = ()
 
     def seats_of(self, group: str) -> tuple[str, ...]:
         return next((nodes for name, nodes in self.seats if name == group), ())

@@ -15,6 +15,7 @@ from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.controller.apply import Executor
 from yuniplace.controller.landings import Landings
+from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.planner import Planner
@@ -100,6 +101,7 @@ class Controller:
         self.admission: Admission | None = None
         self.queues: QueueSource | None = None
         self._node_watch: ListWatch | None = None
+        self._node_pools: NodePoolWatches | None = None
         if admission:
             self.queues = QueueSource(
                 queues_configmap,
@@ -120,6 +122,7 @@ class Controller:
                 name="nodes",
                 decoding=watched.NODES,
             )
+            self._node_pools = NodePoolWatches(client, self.admission.growth)
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
         self._watch = ListWatch(
             client,
@@ -407,6 +410,8 @@ class Controller:
         for name, watch in watches.items():
             threading.Thread(target=watch.run, name=f"watch-{name}", daemon=True).start()
         waits = [w.synced for w in watches.values()] + self.pod_groups.start()
+        if self._node_pools is not None:
+            waits += self._node_pools.start()
         if self.queues is not None:
             waits += self.queues.start(self._client)
 
@@ -445,6 +450,8 @@ class Controller:
         self._watch.stop()
         if self._node_watch is not None:
             self._node_watch.stop()
+        if self._node_pools is not None:
+            self._node_pools.stop()
         self.pod_groups.stop()
         if self.queues is not None:
             self.queues.stop()

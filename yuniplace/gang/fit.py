@@ -47,6 +47,10 @@ class Node:
     allocatable: Mapping[str, int]
     capacity: Mapping[str, int] = field(default_factory=dict)  # for reports: what the node has before reservations
     takes_new_pods: bool = True  # for reports: the control plane does not keep new pods off it
+    # A node that is yet to come (an autoscaler's): labels whose value is chosen as it is made, each the
+    # values it may take (None: any), and the node pool that would make it.
+    open_labels: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    coming_from: str | None = None
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> Node:
@@ -84,10 +88,18 @@ class Constraints:
 
     def accepts(self, node: Node) -> bool:
         return (
-            all(node.labels.get(k) == v for k, v in self.node_selector.items())
+            all(_label_may_be(node, k, v) for k, v in self.node_selector.items())
             and all(_tolerated(t, self.tolerations) for t in node.taints if t.get("effect") in BLOCKING_EFFECTS)
             and _required_affinity_holds(self.affinity, node)
         )
+
+
+def _label_may_be(node: Node, key: str, value: str) -> bool:
+    """Whether the node's label `key` is `value`, or, on a node yet to come, may be made so."""
+    if key in node.open_labels:
+        allowed = node.open_labels[key]
+        return allowed is None or value in allowed
+    return node.labels.get(key) == value
 
 
 def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Mapping[str, Any]]) -> bool:
@@ -126,6 +138,24 @@ def _expression_holds(expression: Mapping[str, Any], value: str | None) -> bool:
     return False
 
 
+def _open_expression_holds(expression: Mapping[str, Any], allowed: frozenset[str] | None) -> bool:
+    """Whether a label whose value a node yet to come chooses among `allowed` (None: any) may be made to
+    satisfy the expression."""
+    operator = expression.get("operator")
+    if operator == "DoesNotExist":
+        return False  # the node pool gives every node the label
+    if allowed is None or operator == "Exists":
+        return True
+    return any(_expression_holds(expression, value) for value in allowed)
+
+
+def _label_expression_holds(expression: Mapping[str, Any], node: Node) -> bool:
+    key = expression.get("key", "")
+    if key in node.open_labels:
+        return _open_expression_holds(expression, node.open_labels[key])
+    return _expression_holds(expression, node.labels.get(key))
+
+
 def _required_affinity_holds(affinity: Mapping[str, Any], node: Node) -> bool:
     required = ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = (required or {}).get("nodeSelectorTerms") or []
@@ -133,7 +163,7 @@ def _required_affinity_holds(affinity: Mapping[str, Any], node: Node) -> bool:
         return True
     fields = {"metadata.name": node.name}
     return any(
-        all(_expression_holds(e, node.labels.get(e.get("key", ""))) for e in term.get("matchExpressions") or [])
+        all(_label_expression_holds(e, node) for e in term.get("matchExpressions") or [])
         and all(_expression_holds(e, fields.get(e.get("key", ""))) for e in term.get("matchFields") or [])
         and (term.get("matchExpressions") or term.get("matchFields"))
         for term in terms
