@@ -227,6 +227,9 @@ def test_placeholder_manifest_in_full() -> None:
         "internal.yunikorn.apache.org/placeholder": "true",
         "yunikorn.apache.org/placeholder": "true",
         keys.TASK_GROUP_NAME: "exec",
+        # Autoscalers keep its node while the gang forms
+        "karpenter.sh/do-not-disrupt": "true",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
     }
     assert meta["ownerReferences"] == [
         {

@@ -92,6 +92,11 @@ QUEUE_SOURCES = (
     ("annotation", AI_SCHEDULER_POOL),
 )
 
+# Cluster autoscalers' marks of a pod whose node they must not take away: a placeholder holds room a gang
+# is still forming on, so neither Karpenter's consolidation nor cluster-autoscaler's scale-down removes it.
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+CLUSTER_AUTOSCALER_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
 # Volcano's scheduling API: its PodGroups describe Volcano gangs (gang/dialects/volcano.py) and its
 # Queues are a queue source (queues/volcano.py). The keys of each gang dialect are its own module's,
 # under gang/dialects/.
@@ -311,6 +316,20 @@ KEYS = (
         "originator",
         YUNIPLACE,
         "the queue whose pool's idle nodes the gang borrows besides its own queue's",
+    ),
+    Key(
+        KARPENTER_DO_NOT_DISRUPT,
+        "annotation",
+        "placeholder",
+        YUNIPLACE,
+        '`"true"`: Karpenter never consolidates away the node of a placeholder (room a gang is forming on)',
+    ),
+    Key(
+        CLUSTER_AUTOSCALER_SAFE_TO_EVICT,
+        "annotation",
+        "placeholder",
+        YUNIPLACE,
+        '`"false"`: cluster-autoscaler never scales down the node of a placeholder',
     ),
     Key(
         NATIVE_GANGS,

@@ -121,6 +121,9 @@ def placeholder_pod(
                 keys.TASK_GROUP_NAME: group.name,
                 keys.PLACEHOLDER_APP: app_id,
                 keys.PLACEHOLDER_GROUP: group.name,
+                # Its node holds a gang's room: an autoscaler must not take it away while the gang forms.
+                keys.KARPENTER_DO_NOT_DISRUPT: "true",
+                keys.CLUSTER_AUTOSCALER_SAFE_TO_EVICT: "false",
             },
             "ownerReferences": [
                 {
