@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from yuniplace.localcluster import karpenter
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES, BuildError, ensure_built
 from yuniplace.localcluster.cluster import COMPONENTS, DEFAULT_NAME, ClusterError, LocalCluster
 from yuniplace.localcluster.components import Features
@@ -112,6 +113,25 @@ def parser() -> argparse.ArgumentParser:
         metavar="GROUP/VERSION",
         help="an API version for the apiserver to serve beyond its defaults (repeatable)",
     )
+    up.add_argument(
+        "--autoscaler",
+        choices=("karpenter",),
+        help="run an autoscaler beside the cluster: Karpenter with its kwok provider (built from its Go module), "
+        "and a NodePool 'default' of kwok nodes it makes as pending pods need them",
+    )
+    up.add_argument(
+        "--pool-node-cpu",
+        type=int,
+        choices=(1, 2, 4, 8, 16, 32, 48, 64),
+        default=4,
+        help="with --autoscaler: CPUs of each node the NodePool makes (instance family c: 2 GiB a CPU; default: 4)",
+    )
+    up.add_argument(
+        "--pool-cpu-limit",
+        type=_positive,
+        default=64,
+        help="with --autoscaler: CPUs the NodePool's nodes may have in all (its limits; default: 64)",
+    )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds each component may take to be ready")
     up.add_argument(
         "--kind",
@@ -138,7 +158,12 @@ def parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(command, help=text)
         sub.add_argument("--name", default=DEFAULT_NAME, help=name_help)
-        sub.add_argument("--component", required=True, choices=COMPONENTS, help="the component")
+        sub.add_argument(
+            "--component",
+            required=True,
+            choices=(*COMPONENTS, karpenter.NAME),
+            help="the component (or the autoscaler)",
+        )
         if command != "start":
             sub.add_argument("--kill", action="store_true", help="SIGKILL, as a crash ends it (default: SIGTERM)")
         if command != "stop":
@@ -200,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.workload_api:
                 features = Features.workload_api(args.kubernetes).merged(features)
             cluster.up([pool], kubernetes=args.kubernetes, features=features, timeout_s=args.timeout)
+            if args.autoscaler == "karpenter":
+                _karpenter(cluster, args)
         elif args.command == "down":
             cluster.down()
         elif args.command == "stop":
@@ -223,6 +250,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _karpenter(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    """Karpenter beside the cluster, with a NodePool named default."""
+    karpenter.start(cluster, karpenter.ensure_karpenter(), timeout_s=args.timeout)
+    pool = karpenter.node_pool("default", cpu=args.pool_node_cpu, limits={"cpu": str(args.pool_cpu_limit)})
+    cluster.client().create("/apis/karpenter.sh/v1/nodepools", pool)
+    print(
+        f"Karpenter runs beside cluster {cluster.name!r}: NodePool default makes nodes of {args.pool_node_cpu} CPUs, "
+        f"{args.pool_cpu_limit} CPUs in all (kubectl get nodepools,nodeclaims)",
+        file=sys.stderr,
+    )
 
 
 def _kind(args: argparse.Namespace) -> int:

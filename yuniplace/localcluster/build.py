@@ -280,3 +280,47 @@ def ensure_yunikorn(*, quiet: bool = False) -> Path:
         else f"Building Apache YuniKorn's scheduler {version} into {{target}} (about 3 minutes).",
     )
     return bin_dir / "yunikorn-scheduler"
+
+
+@dataclass(frozen=True)
+class Operator:
+    binary: Path
+    version: str
+    crds: list[Path]  # the CustomResourceDefinitions it serves, from its module
+
+
+def ensure_operator(
+    folder: str,
+    module: str,
+    package: str,
+    binary: str,
+    title: str,
+    minutes: int,
+    quiet: bool,
+    crd_folders: tuple[str, ...] = ("config/crd/bases",),
+) -> Operator:
+    """Build `package` of `module`, pinned by controlplane/<folder>/go.mod, into the cache on first use;
+    find the module's CustomResourceDefinitions (in `crd_folders` of the module)."""
+    directory = module_dir() / folder
+    version = _required_version((directory / "go.mod").read_text(), module)
+    bin_dir = _cached_build(
+        folder,
+        (f"{folder}/go.mod", f"{folder}/go.sum"),
+        [(binary, folder, ["-ldflags", "-s -w", package])],
+        announce=None if quiet else f"Building {title} {version} into {{target}} (about {minutes} minutes).",
+    )
+    listed = subprocess.run(
+        [_go(), "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if listed.returncode != 0 or not listed.stdout.strip():
+        raise BuildError(f"cannot locate the module {module}: {listed.stderr.strip()}")
+    root = Path(listed.stdout.strip())
+    crds = [crd for folder in crd_folders for crd in sorted((root / folder).glob("*.yaml"))]
+    if not crds:
+        raise BuildError(f"no CustomResourceDefinitions in {', '.join(str(root / f) for f in crd_folders)}")
+    return Operator(bin_dir / binary, version, crds)

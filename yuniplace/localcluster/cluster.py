@@ -410,10 +410,12 @@ class LocalCluster:
     # -- one component at a time ------------------------------------------------------------------
 
     def _running_state(self, component: str) -> dict[str, Any]:
-        """The state of a running cluster, for stopping or starting one of its components."""
-        if component not in COMPONENTS:
-            raise ClusterError(f"unknown component {component!r}: the components are {', '.join(COMPONENTS)}")
+        """The state of a running cluster, for stopping or starting one of its components (or a process
+        spawned beside them: an autoscaler, say)."""
         state = self._read_state()
+        spawned = {e["name"] for e in [*(state or {}).get("processes", []), *(state or {}).get("stopped", [])]}
+        if component not in COMPONENTS and component not in spawned:
+            raise ClusterError(f"unknown component {component!r}: the components are {', '.join(COMPONENTS)}")
         if state is None or not any(p.alive() for p in self.processes()):
             raise ClusterError(f"cluster {self.name!r} is not running (scripts/cluster up --name {self.name})")
         return state
