@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import queues_yaml
 from tests.e2e.conftest import kubernetes_version, skip_without_go
 from tests.e2e.support import (
     POOL_LABEL,
@@ -32,7 +33,12 @@ from tests.e2e.support import (
     gang_job,
     gang_pod,
     is_running,
+    make_pod,
+    put_queues,
 )
+from tests.e2e.test_native_gangs import native_group
+from tests.e2e.test_queues import configured
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import LocalCluster, wait_until
@@ -319,5 +325,35 @@ def test_placeholders_for_an_autoscaler_it_cannot_read_come_when_their_time_is_u
         assert "creating its placeholders anyway, so that a cluster autoscaler sees pods" in created["message"]
         after = p.parse_time(created["eventTime"]) - p.parse_time(waiting["eventTime"])  # type: ignore[operator]
         assert after >= 5.0, after
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+def test_a_native_gang_held_in_a_queue_gets_its_nodes_in_one_round_too(
+    cluster: Cluster, namespace: str, busy: Placement, pools: Pools, tmp_path: Path
+) -> None:
+    """Kubernetes' own gang (the Workload API) in a queue yuniplace holds: admitted on what the pool can
+    make, it reserves with placeholders (no seat on a node yet to come), Karpenter makes a node for each
+    in one round, and its members, released onto them, are bound whole."""
+    pool = pools.add()
+    put_queues(cluster, namespace, queues_yaml("- name: shared"))
+    process = ControllerProcess.for_namespace(
+        cluster.kubeconfig, namespace, tmp_path, f"--queues-configmap={namespace}/queues"
+    )
+    process.start()
+    try:
+        configured(cluster, namespace, "QueuesApplied")
+        member = native_group(cluster, namespace, "train", 3)
+        names = [f"train-{i}" for i in range(3)]
+        for name in names:
+            pod = busy.pin(make_pod(name, cpu="3", memory="1Gi", labels={keys.YUNIKORN_QUEUE: "root.shared"}))
+            pod["spec"]["schedulingGates"] = [{"name": keys.GATE}]  # as the chart's webhook gates it
+            cluster.create_pod(namespace, member(pod))
+        running = [cluster.wait_pod(namespace, name, is_running, timeout_s=WAIT_S) for name in names]
+        assert {pod["spec"]["nodeName"] for pod in running} == set(pools.nodes(pool))
+        assert len(pools.claims(pool)) == 3
+        swapped = event_on(cluster, namespace, "PlaceholderSwapped", "train")
+        assert "3 member(s) bound" in swapped["message"], swapped
+        assert "3 on their reserved nodes" in swapped["message"], swapped
     finally:
         assert process.stop() == 0, process.log()

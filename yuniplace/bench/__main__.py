@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import campaign, controlplane, report, scale, scenarios, topology
+from yuniplace.bench import autoscaling, campaign, controlplane, report, scale, scenarios, topology
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -30,7 +30,17 @@ from yuniplace.localcluster.build import (
 from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
 
-SCENARIOS = ("control-plane", "gang-size", "arrivals", "contention", "cost", "decode", "scale", "topology")
+SCENARIOS = (
+    "control-plane",
+    "gang-size",
+    "arrivals",
+    "contention",
+    "cost",
+    "decode",
+    "scale",
+    "topology",
+    "autoscaling",
+)
 # Long runs of their own, only when named: a fault campaign and a soak.
 CAMPAIGNS = ("faults", "soak")
 
@@ -54,10 +64,30 @@ class Sizes:
     scale_gangs: int
     decode_members: int
     topology: topology.Shape
+    autoscaling: autoscaling.Shape
 
 
-FULL = Sizes(1000, (10, 100, 1000), 3, 100, 10, 5.0, 50, 8, 20, 40, 100, 100, (1000, 5000), 10, 200, 200, topology.FULL)
-QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK)
+FULL = Sizes(
+    1000,
+    (10, 100, 1000),
+    3,
+    100,
+    10,
+    5.0,
+    50,
+    8,
+    20,
+    40,
+    100,
+    100,
+    (1000, 5000),
+    10,
+    200,
+    200,
+    topology.FULL,
+    autoscaling.FULL,
+)
+QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK, autoscaling.QUICK)
 
 
 def _duration(text: str) -> float:
@@ -396,6 +426,12 @@ def run_all(
             f"{list(shape.sizes)} at {shape.rate_per_s}/s, each running {shape.hold_s:.0f}s"
         )
         results.append(topology.run(binaries, shape, log_dir / "controller-topology.log", controller_args, progress))
+    if "autoscaling" in chosen:
+        results.append(
+            autoscaling.run(
+                binaries, sizes.autoscaling, log_dir / "controller-autoscaling.log", controller_args, progress
+            )
+        )
     for long_run in campaigns:
         results.append(campaign.run(long_run, out_dir, progress))
     return results

@@ -355,6 +355,19 @@ def targets_table(results: list[dict[str, Any]]) -> str:
         writes, events = cost["pod_writes_per_member"], cost["event_writes_per_member"]
         checks.append(("pod writes per gang member", "≤ 3.0", writes, writes <= 3.0))
         checks.append(("event writes per gang member", "≤ 1.0", events, events <= 1.0))
+    if "autoscaling" in by_name:
+        rows = by_name["autoscaling"]["rows"]
+        worst = max(rows, key=lambda row: row["gang_vs_plain"])
+        checks.append(
+            (
+                f"a gang's start against the same pods plain, on the same autoscaler (worst: M={worst['members']})",
+                "≤ 1.2×",
+                worst["gang_vs_plain"],
+                worst["gang_vs_plain"] <= 1.2,
+            )
+        )
+        extra = max(row["yuniplace"]["nodes_made"] - row["baseline"]["nodes_made"] for row in rows)
+        checks.append(("nodes a gang made beyond what the same pods plain made", "0", extra, extra <= 0))
     if "scale" in by_name:
         largest = by_name["scale"]["rows"][-1]
         rss = largest["controller_peak_rss_mib"]
@@ -405,7 +418,41 @@ def topology_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def autoscaling_table(result: dict[str, Any]) -> str:
+    def row(label: str, base: dict[str, Any], gang: dict[str, Any], start: str) -> str:
+        return (
+            f"| {label} | {base[start]} | {gang[start]} | {round(gang[start] / base[start], 2)}× | "
+            f"{base['nodes_made']} / {gang['nodes_made']} / {gang['nodes_needed']} | "
+            f"{base['back_to_size_s']} / {gang['back_to_size_s']} |"
+        )
+
+    stream = result["stream"]
+    lines = [
+        f"### 7. Autoscaled: Karpenter {result['karpenter']} (kwok provider), a NodePool of {result['node_cpu']}-CPU "
+        f"nodes (limit {result['limit_cpu']} CPUs, consolidateAfter {result['consolidate_after']}), no node at the "
+        f"start; pods of {result['pod_cpu']} CPUs",
+        "",
+        "| work | plain pods, s | yuniplace gang, s | gang / plain | nodes made: plain / gang / needed | "
+        "back to no node after the work: plain / gang, s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *(row(f"{r['members']} pods (one gang)", r["baseline"], r["yuniplace"], "start_s") for r in result["rows"]),
+        row(
+            f"{stream['gangs']} gangs of {stream['members']} at {stream['rate_per_s']}/s, start p50",
+            stream["baseline"],
+            stream["yuniplace"],
+            "p50_s",
+        ),
+        row("… start p99", stream["baseline"], stream["yuniplace"], "p99_s"),
+        "",
+        "Start: from the first pod's creation to the last one bound (for the stream, each gang's or group's own), "
+        "new nodes included; plain pods are the same pods with no gang, on the same Karpenter. Back to no node: "
+        "from the work's end until Karpenter has consolidated every node it made.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
+    "autoscaling": autoscaling_table,
     "control-plane": control_plane_table,
     "gang-size": gang_size_table,
     "arrivals": arrivals_table,

@@ -230,7 +230,7 @@ def decoding(cluster: LocalCluster, members: int) -> dict[str, Any]:
         delete_namespace(cluster, namespace)
 
 
-def _arrivals(
+def arrivals(
     cluster: LocalCluster,
     namespace: str,
     apps: int,
@@ -276,7 +276,7 @@ def steady_arrivals(
 ) -> dict[str, Any]:
     """Scenario 2: `apps` applications of `members` arriving at `rate_per_s`, gang versus plain."""
     timeout_s = 60 + apps / rate_per_s * 3
-    baseline = _arrivals(
+    baseline = arrivals(
         cluster,
         "arrivals-base",
         apps,
@@ -286,7 +286,7 @@ def steady_arrivals(
         timeout_s,
     )
     with controller.profiled("arrivals"):
-        yuniplace = _arrivals(
+        yuniplace = arrivals(
             cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
         )
     return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
@@ -310,7 +310,7 @@ def yunikorn_peer(
             for attempt in range(repeats)
         ]
         gang_s[size] = round(statistics.median(runs), 2)
-    arrivals = _arrivals(
+    arrivals_found = arrivals(
         cluster,
         "arrivals-yk",
         apps,
@@ -319,7 +319,7 @@ def yunikorn_peer(
         lambda app: yunikorn_gang(app, members),
         60 + apps / rate_per_s * 3,
     )
-    return {"gang_s": gang_s, "arrivals": arrivals}
+    return {"gang_s": gang_s, "arrivals": arrivals_found}
 
 
 def contention(
