@@ -143,7 +143,7 @@ _current: Watch | None = None
 _records: dict[str, list[dict[str, Any]]] | None = None
 
 
-def hook(target: type, method: str) -> None:
+def hook(target: object, method: str) -> None:
     """Watch every plan `target.method` returns (once per process)."""
     original: Callable[..., Plan] = getattr(target, method)
     if getattr(original, "_golden", False):

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests import goldenplans
-from yuniplace.controller.planner import Planner
+from yuniplace.controller.lifecycle import dispatch
 
 # The one door every plan comes out of.
-goldenplans.hook(Planner, "plan")
+goldenplans.hook(dispatch, "run")
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import pytest
 from tests import builders
 from tests.unit.test_plan import KEY, NOW, bind, driver, executor, placeholder, plan_of, reasons
 from yuniplace.admission.room import ClusterRoom
+from yuniplace.controller.lifecycle import LOSS_GRACE_S, make_plan
 from yuniplace.controller.plan import Settings, Surroundings
-from yuniplace.controller.planner import LOSS_GRACE_S, Planner
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -98,7 +98,7 @@ def test_a_gang_below_its_minimum_is_reported_after_the_grace_and_once(exec_1: d
 def test_a_member_on_a_node_gone_is_lost_as_admissions_view_of_the_nodes_says() -> None:
     pods = running_gang(node="gone-node")
     around = Surroundings(node_health=lambda node: "is gone" if node == "gone-node" else None)
-    plan = Planner(Application.of(KEY, pods, limits=Limits()), NOW, Settings(), around).plan()
+    plan = make_plan(Application.of(KEY, pods, limits=Limits()), NOW, Settings(), around)
     assert keys.DEGRADED_SINCE in plan.annotate
 
 

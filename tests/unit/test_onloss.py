@@ -11,8 +11,8 @@ import pytest
 
 from tests.unit.test_losses import running_gang, with_record
 from tests.unit.test_plan import KEY, NOW, assert_consistent, driver, executor, placeholder, reasons
+from yuniplace.controller.lifecycle import LOSS_GRACE_S, make_plan
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
-from yuniplace.controller.planner import LOSS_GRACE_S, Planner
 from yuniplace.controller.restarts import MEMORY_S, RestartLedger, Restarts
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -41,9 +41,9 @@ def degraded_gang(policy: dict[str, str] | None = None, *, owned: bool = True, s
 
 
 def plan_for(pods: list[Pod], restarts: Restarts | None = None, now: float = NOW, **settings: Any) -> Plan:
-    plan = Planner(
+    plan = make_plan(
         Application.of(KEY, pods, limits=Limits()), now, Settings(**settings), Surroundings(restarts=restarts)
-    ).plan()
+    )
     assert_consistent(plan)
     return plan
 

@@ -19,8 +19,8 @@ from tests.unit.test_plan import (
 )
 from tests.unit.test_plan_timeout_rules import koordinator, member, planned
 from yuniplace.admission.tickets import Granted
+from yuniplace.controller.lifecycle import make_plan, plan_application
 from yuniplace.controller.plan import Plan, Settings, Surroundings
-from yuniplace.controller.planner import Planner, plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -34,7 +34,7 @@ PEERS = '["default/spark-1", "other/eval"]'
 
 
 def planned_with(pods: list[dict[str, object]], around: Surroundings, now: float = NOW) -> Plan:
-    return Planner(Application.of(KEY, pods, limits=Limits()), now, Settings(), around).plan()  # type: ignore[arg-type]
+    return make_plan(Application.of(KEY, pods, limits=Limits()), now, Settings(), around)  # type: ignore[arg-type]
 
 
 def test_a_reclaimed_gang_that_holds_only_placeholders_gives_them_back_and_borrows_afresh() -> None:

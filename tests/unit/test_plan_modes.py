@@ -6,8 +6,8 @@ from typing import Any
 
 from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
 from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.controller.plan import Settings
-from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

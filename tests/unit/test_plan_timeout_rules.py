@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.test_plan import NOW, apply, assert_consistent, materialize, names, reasons
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.controller.plan import Outcome, Plan, Settings
-from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

@@ -9,8 +9,8 @@ from typing import Any
 
 from tests.unit.test_plan import NOW, all_placeholders, driver, executor, names
 from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.controller.plan import Plan
-from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

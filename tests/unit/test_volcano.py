@@ -11,7 +11,7 @@ import pytest
 
 from tests.unit.test_admission import patch_of, review
 from tests.unit.test_plan import NOW, make_pod, materialize
-from yuniplace.controller.planner import plan_application
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
