@@ -11,9 +11,17 @@ from typing import Any
 
 import pytest
 
+from tests.planning import (
+    NOW,
+    apply,
+    assert_consistent,
+    make_pod,
+    names,
+    reasons,
+    schedule,
+)
 from tests.unit.test_decision import NOW as DECIDED_AT
 from tests.unit.test_decision import snapshot
-from tests.unit.test_plan import NOW, apply, assert_consistent, make_pod, names, reasons, schedule
 from yuniplace.admission.decision import AdmissionRules, decide
 from yuniplace.admission.snapshot import App
 from yuniplace.admission.tickets import Granted, Waiting

@@ -8,8 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.planning import (
+    APP,
+    NOW,
+    driver,
+    executor,
+    placeholder,
+)
 from tests.unit.test_gang_admission import NS, World, admitted, bound, gang, node, ten_slots
-from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
 from yuniplace import boundedjson
 from yuniplace.admission.tickets import Granted, Refused, Undecided, Waiting
 from yuniplace.controller.lifecycle import plan_application

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_plan import NOW, all_placeholders, driver, executor, names, plan_of
+from tests.planning import (
+    NOW,
+    all_placeholders,
+    driver,
+    executor,
+    names,
+    plan_of,
+)
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
