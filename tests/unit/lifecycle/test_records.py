@@ -15,6 +15,7 @@ from tests.planning import (
     names,
     plan_of,
 )
+from yuniplace.controller.lifecycle.table import TRANSITIONS
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
@@ -36,6 +37,8 @@ def test_the_states_keep_the_values_every_version_writes() -> None:
     assert keys.RESERVATION_STARTED == STARTED_KEY and keys.FIRST_ALLOCATED == FIRST_ALLOCATED_KEY
     assert tuple(state.value for state in AppState) == STATES
     assert all(AppState.parse(text).value == text for text in STATES)
+    # Every state this version may write is one the last reads.
+    assert {move.to.value for move in TRANSITIONS.values()} <= set(STATES)
 
 
 @pytest.mark.parametrize("state", STATES)

@@ -1,8 +1,10 @@
 """A gang's life on one page: what can happen to it (triggers) and, for each state it is in, where each
 takes it and what that is counted as. `move` is the only code that sets a gang's state.
 
-The phases (dispatch.py) find out what happened and return it as a trigger; the table says whether it
-may happen there. A move not in the table is a fault of the planner, never of the input: it raises.
+The phases find out what happened and return it as a trigger; the dispatcher (dispatch.py) carries it
+through this table, which says whether it may happen there. A move not in the table is a fault of the
+controller, never of the input: it raises. A trigger whose row keeps the state records what happened
+(and what it is counted as) all the same. docs/reference/transitions.md is made from this table.
 """
 
 from __future__ import annotations
