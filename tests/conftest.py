@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
+from tests import goldenplans
 from tests.e2e.conftest import kubernetes_version
 from yuniplace.localcluster.build import SUPPORTED_KUBERNETES
 
@@ -25,7 +26,9 @@ def pytest_report_header() -> str:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The figures tests record, in the log of every run: what the e2e tests measured on the way (the
-    swap under a flood, the native gangs, contention, the events of a Spark gang), per Kubernetes release."""
+    swap under a flood, the native gangs, contention, the events of a Spark gang), per Kubernetes release;
+    and how many plans were held to their golden records."""
+    _golden_summary(terminalreporter)
     figures = [
         (report.nodeid.rpartition("::")[2], value)
         for report in terminalreporter.stats.get("passed", [])
@@ -36,3 +39,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section(f"figures, Kubernetes {kubernetes_version()}")
         for test, text in figures:
             terminalreporter.write_line(f"{test}: {text}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Recording golden plans: the run's parts become the records (in the one process that is no worker)."""
+    if goldenplans.mode() == "record" and not hasattr(session.config, "workerinput"):
+        goldenplans.merge()
+
+
+def _golden_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    counts = {goldenplans.CHECKED: 0, goldenplans.UNRECORDED: 0}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            for name, value in report.user_properties:
+                if name in counts:
+                    counts[name] += value
+    if any(counts.values()):
+        terminalreporter.write_line(
+            f"golden plans: {counts[goldenplans.CHECKED]} checked against their records, "
+            f"{counts[goldenplans.UNRECORDED]} made by tests not recorded"
+        )

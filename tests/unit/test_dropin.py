@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
+from tests.planning import (
+    APP,
+    NOW,
+    driver,
+    executor,
+    placeholder,
+)
 from yuniplace.controller.unserved import UNSERVED_AFTER_S, UnservedPods
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -133,9 +139,9 @@ def test_a_member_scheduled_normally_after_a_mismatch_counts_as_having_its_room(
         state=AppState.RUNNING, started=NOW - 60, first_allocated=NOW - 50, gated=False, node="n0", phase="Running"
     )
     larger = executor(0, gated=False, node="n5", phase="Running")  # too large for its placeholder: scheduled normally
-    swapped = executor(1, gated=False, node="n2", phase="Running", swap_placeholder="tg-x", nominated="n2")
+    swapped = executor(1, gated=False, node="n2", phase="Running", swap_placeholder="tg-x", nominated_to="n2")
     view = Application.of(
-        KEY, [origin, larger, swapped, placeholder("exec", 1, node="n3", scheduled=NOW - 50, owner=origin)]
+        KEY, [origin, larger, swapped, placeholder("exec", 1, node="n3", scheduled_at=NOW - 50, owner=origin)]
     )
     row = describe(view, NOW)
     assert row is not None

@@ -11,14 +11,22 @@ from typing import Any
 
 import pytest
 
+from tests.planning import (
+    NOW,
+    apply,
+    assert_consistent,
+    make_pod,
+    names,
+    reasons,
+    schedule,
+)
 from tests.unit.test_decision import NOW as DECIDED_AT
 from tests.unit.test_decision import snapshot
-from tests.unit.test_plan import NOW, apply, assert_consistent, make_pod, names, reasons, schedule
 from yuniplace.admission.decision import AdmissionRules, decide
 from yuniplace.admission.snapshot import App
 from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.controller.lifecycle import make_plan, plan_application
 from yuniplace.controller.plan import Plan, Settings, Surroundings
-from yuniplace.controller.planner import Planner, plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, read_gang
@@ -210,7 +218,7 @@ def test_a_gang_is_admitted_only_when_every_member_fits_as_it_is() -> None:
 
 
 def planned(pods: list[Pod], ticket: Any = None) -> Plan:
-    plan = Planner(Application.of(KEY, pods, None, Limits()), NOW, Settings(), Surroundings(ticket=ticket)).plan()
+    plan = make_plan(Application.of(KEY, pods, None, Limits()), NOW, Settings(), Surroundings(ticket=ticket))
     assert_consistent(plan)
     return plan
 

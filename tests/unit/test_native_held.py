@@ -16,7 +16,7 @@ from tests.unit.test_queue_admission import NOW, Queues, cores, nodes
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Ticket, Waiting
-from yuniplace.controller.planner import plan_application
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

@@ -8,7 +8,10 @@ from typing import Any, cast
 
 import pytest
 
-from tests.unit.test_plan import NOW, make_pod
+from tests.planning import (
+    NOW,
+    make_pod,
+)
 from yuniplace.controller.podgroups import PodGroups, PodGroupWatch, status_path
 from yuniplace.controller.podgroupstatus import pod_group_status
 from yuniplace.gang import keys

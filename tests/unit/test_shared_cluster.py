@@ -8,12 +8,18 @@ from typing import Any
 
 import pytest
 
+from tests.planning import (
+    APP,
+    NOW,
+    driver,
+    executor,
+    placeholder,
+)
 from tests.unit.test_gang_admission import NS, World, admitted, bound, gang, node, ten_slots
-from tests.unit.test_plan import APP, NOW, driver, executor, placeholder
 from yuniplace import boundedjson
 from yuniplace.admission.tickets import Granted, Refused, Undecided, Waiting
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.controller.plan import Settings
-from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application

@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.planning import (
+    NOW,
+    make_pod,
+    materialize,
+)
 from tests.unit.test_admission import patch_of, review
-from tests.unit.test_plan import NOW, make_pod, materialize
-from yuniplace.controller.planner import plan_application
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -63,7 +67,7 @@ def test_each_member_takes_its_tasks_place_and_other_tasks_start_with_the_gang()
     first = plan_application(Application.of(KEY, pods, POD_GROUP), NOW - 30)
     assert not first.ungate  # while reserving, every pod waits
     nodes = iter(["n-ps", "n-w0", "n-w1"])
-    placed = [materialize(ph, created=NOW - 29, node=next(nodes), scheduled=NOW - 20) for ph in first.create]
+    placed = [materialize(ph, created=NOW - 29, node=next(nodes), scheduled_at=NOW - 20) for ph in first.create]
     reserved = plan_application(Application.of(KEY, pods + placed, POD_GROUP), NOW)
     assert reserved.state in (AppState.RESERVED, AppState.RUNNING)
     swaps = {p.name(s.member): (s.group, s.node) for s in reserved.swaps}

@@ -13,8 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from yuniplace.controller.lifecycle.context import LOSS_GRACE_S
+from yuniplace.controller.lifecycle.policies.onloss import MAX_RESTART_BACKOFF_S
 from yuniplace.controller.plan import Settings
-from yuniplace.controller.planner import LOSS_GRACE_S, MAX_RESTART_BACKOFF_S
 from yuniplace.runtime.events import FAILURE_REASONS, Reason
 
 # The invariants, by the name a report gives them.

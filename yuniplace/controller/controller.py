@@ -13,12 +13,13 @@ from typing import Any
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
+from yuniplace.controller import lifecycle
 from yuniplace.controller.apply import Executor
 from yuniplace.controller.landings import Landings
+from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
-from yuniplace.controller.planner import Planner
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.restarts import RestartLedger
@@ -43,7 +44,6 @@ MAX_RECONCILE_SPACING_S = 0.1
 RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
 SYNC_TIMEOUT_S = 120.0
-LOSS_ACTIONS = {Outcome.RESTARTED: "restarted", Outcome.RELEASED: "released", Outcome.RESTARTS_EXHAUSTED: "failed"}
 
 
 class Controller:
@@ -287,7 +287,7 @@ class Controller:
             refusal = self._refusals.pop(key, None)
         if refusal is not None:
             around = replace(around, ticket=None, refusal=refusal)
-        plan = Planner(app, self._clock(), self._settings, around).plan()
+        plan = lifecycle.make_plan(app, self._clock(), self._settings, around)
         refused = self._executor.apply(plan)
         if refused.placeholders is not None:
             # The API would not create its placeholders: the next reconcile, at once, gives the

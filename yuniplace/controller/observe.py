@@ -20,8 +20,7 @@ def bound_members(app: Application) -> int:
 def observed_state(app: Application) -> AppState:
     """Pending until kube-scheduler has bound its minimum, Running from then on, Completed once no
     member is left to run."""
-    live = [m for m in app.members if not p.is_terminal(m) and not p.is_deleting(m)]
-    if not live:
+    if not app.live_members():
         return AppState.COMPLETED
     if app.spec is not None and bound_members(app) >= app.spec.min_members:
         return AppState.RUNNING

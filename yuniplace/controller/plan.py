@@ -1,5 +1,5 @@
 """A plan: the API writes that carry one application a step further, what it becomes, and why.
-The planner (planner.py) makes it; the executor (apply.py) carries it out; metrics read its outcomes."""
+The lifecycle (lifecycle/) makes it; the executor (apply.py) carries it out; metrics read its outcomes."""
 
 from __future__ import annotations
 

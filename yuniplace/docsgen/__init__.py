@@ -33,6 +33,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/metrics.md": references.metrics_page,
     "docs/reference/queue-settings.md": references.queue_settings_page,
     "docs/concepts/states.svg": lambda: statediagram.svg(),
+    "docs/reference/transitions.md": statediagram.table_page,
     "README.md": readme,
 }
 

@@ -37,7 +37,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def table_lines(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join("---" for _ in columns) + " |",
@@ -78,7 +78,7 @@ def annotations_page() -> str:
     for title, owned in key_sections():
         lines += ["", f"## {title}", ""]
         rows = [(f"`{k.name}`", k.kind, k.on, k.set_by, k.meaning) for k in owned]
-        lines += _table(("Key", "Kind", "On", "Set by", "Meaning"), rows)
+        lines += table_lines(("Key", "Kind", "On", "Set by", "Meaning"), rows)
     return "\n".join(lines) + "\n"
 
 
@@ -124,7 +124,7 @@ def _command_lines(name: str, parser: argparse.ArgumentParser) -> list[str]:
     for title, actions in _groups(parser):
         lines += ["", f"**{title[:1].upper() + title[1:]}**", ""]
         rows = [(_flag(a), _default(a), a.help or "") for a in actions]
-        lines += _table(("Argument", "Default", "What"), rows)
+        lines += table_lines(("Argument", "Default", "What"), rows)
     return lines
 
 
@@ -145,7 +145,7 @@ def commands_page() -> str:
         lines += _command_lines(name, command)
     flags = cli.kubectl_flags()
     lines += ["", f"## `{cli.KUBECTL_PROG}`: kubectl's flags", "", inspect.cleandoc(cli.kubectl_main.__doc__ or ""), ""]
-    lines += _table(("Flag", "What"), [(_flag(a), a.help or "") for _, actions in _groups(flags) for a in actions])
+    lines += table_lines(("Flag", "What"), [(_flag(a), a.help or "") for _, actions in _groups(flags) for a in actions])
     return "\n".join(lines) + "\n"
 
 
@@ -211,7 +211,7 @@ def chart_values_page() -> str:
         "`values.yaml` documents it. Set them with `--set` or a values file; the flag a value maps to is named "
         "in backquotes (see [Commands and flags](commands.md)).",
         "",
-        *_table(("Value", "Default", "What"), rows),
+        *table_lines(("Value", "Default", "What"), rows),
     ]
     return "\n".join(lines) + "\n"
 
@@ -229,7 +229,7 @@ def events_page() -> str:
         "on the queue configuration, so `kubectl describe pod` and `kubectl get events -w` tell it. Reporting "
         f"controller: `{REPORTING_CONTROLLER}`. Where a reason has two types, the first is its usual one.",
         "",
-        *_table(("Reason", "Type", "Action", "On", "When"), rows),
+        *table_lines(("Reason", "Type", "Action", "On", "When"), rows),
     ]
     return "\n".join(lines) + "\n"
 
@@ -267,7 +267,7 @@ def metrics_page() -> str:
         "Served on `/metrics` (port 8080 in the chart; a ServiceMonitor is optional). Labels show, in brackets, "
         "the values a controller reports from its start; cpu is in cores, memory in bytes, pods as a count.",
         "",
-        *_table(("Metric", "Type", "Labels", "What"), metric_rows()),
+        *table_lines(("Metric", "Type", "Labels", "What"), metric_rows()),
     ]
     return "\n".join(lines) + "\n"
 

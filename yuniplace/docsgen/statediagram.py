@@ -1,17 +1,20 @@
-"""The gang's state diagram as SVG, drawn from the transitions table with a small deterministic layout (no
-graphviz, no JavaScript), so the docs site shows it offline and a test holds it to the table.
+"""The gang's state diagram as SVG, drawn from the lifecycle's transitions table with a small
+deterministic layout (no graphviz, no JavaScript), so the docs site shows it offline and a test holds it
+to the table; and the table itself as a reference page.
 
-`transitions()` is the one place that reads the table: point it at another `(state, trigger) -> next`
-table and the diagram follows (each pair of states is drawn once, whatever triggers it).
+`transitions()` is the one place that reads the table: each pair of states is drawn once, its arrow
+titled with the triggers that make that move.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
-from yuniplace.gang import state
+from yuniplace.controller.lifecycle import table as lifecycle
+from yuniplace.docsgen.references import header, table_lines
+from yuniplace.gang.state import TERMINAL, AppState
 
 NODE_W, NODE_H = 112, 40
 COLUMN_GAP, ROW_GAP = 62, 56
@@ -28,18 +31,21 @@ class Table:
     states: tuple[str, ...]
     edges: tuple[tuple[str, str], ...]
     terminal: frozenset[str]
+    # What makes each move (its arrow's title says it).
+    triggers: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def transitions() -> Table:
-    """The states and transitions of `yuniplace/gang/state.py`."""
-    states = tuple(s.value for s in state.AppState)
-    edges = tuple(
-        (source.value, target.value)
-        for source in state.AppState
-        for target in state.AppState
-        if target in state.TRANSITIONS[source]
+    """The states and moves of `yuniplace/controller/lifecycle/table.py`, in the order of the states."""
+    moves = lifecycle.moves()
+    order = list(AppState)
+    pairs = sorted(moves, key=lambda pair: (order.index(pair[0]), order.index(pair[1])))
+    return Table(
+        tuple(s.value for s in AppState),
+        tuple((source.value, target.value) for source, target in pairs),
+        frozenset(s.value for s in TERMINAL),
+        {(source.value, target.value): tuple(t.value for t in moves[(source, target)]) for source, target in pairs},
     )
-    return Table(states, edges, frozenset(s.value for s in state.TERMINAL))
 
 
 def _drawn(table: Table) -> list[tuple[str, str]]:
@@ -133,7 +139,8 @@ def _path(
 
 def svg(table: Table | None = None) -> str:
     """The diagram: a box per state (terminal ones doubled), an arrow per move, each with a `<title>`
-    naming it ("Pending → Reserving"), so it reads on hover and a test can list the moves drawn."""
+    naming it and what makes it ("Reserving → Reserved: seated, placed"), so it reads on hover and a test
+    can list the moves drawn."""
     table = table or transitions()
     centres = layout(table)
     moves = _moves(table, centres)
@@ -147,8 +154,10 @@ def svg(table: Table | None = None) -> str:
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
     ]
     for index, move in enumerate(moves):
+        made_by = table.triggers.get((move.source, move.target), ())
+        said = f": {', '.join(made_by)}" if made_by else ""
         parts.append(
-            f'<g class="move"><title>{escape(move.source)} → {escape(move.target)}</title>'
+            f'<g class="move"><title>{escape(move.source)} → {escape(move.target)}{escape(said)}</title>'
             f'<path d="{_path(move, index, centres, ports)}" fill="none" stroke="#555" stroke-width="1.3" '
             'marker-end="url(#arrow)"/></g>'
         )
@@ -178,7 +187,7 @@ def moves_drawn(text: str) -> set[tuple[str, str]]:
     """The moves an SVG made by `svg` draws, read back from their titles."""
     found = set()
     for chunk in text.split('<g class="move"><title>')[1:]:
-        source, _, target = chunk.split("</title>", 1)[0].partition(" → ")
+        source, _, target = chunk.split("</title>", 1)[0].split(": ", 1)[0].partition(" → ")
         found.add((source, target))
     return found
 
@@ -186,3 +195,32 @@ def moves_drawn(text: str) -> set[tuple[str, str]]:
 def table_moves(table: Table | None = None) -> set[tuple[str, str]]:
     """The moves the table allows between two different states."""
     return set(_drawn(table or transitions()))
+
+
+def table_page() -> str:
+    """The transitions table as a reference page: for each state, what can happen there, where it takes
+    the gang and what it is counted as."""
+    rows = [
+        (
+            f"`{source.value}`",
+            f"{trigger.value}",
+            "stays" if move.to == source else f"`{move.to.value}`",
+            "" if move.outcome is None else move.outcome.value,
+            trigger.meaning,
+        )
+        for source in AppState
+        for (state, trigger), move in lifecycle.TRANSITIONS.items()
+        if state == source
+    ]
+    lines = [
+        header("the transitions table of `yuniplace/controller/lifecycle/table.py`"),
+        "# A gang's transitions",
+        "",
+        "Every move a gang can make: in each state, what can happen there (the trigger), the state it takes "
+        "the gang to, and what it is counted as (the outcome metrics count). Nothing leaves "
+        f"{' and '.join(f'`{s.value}`' for s in AppState if s in TERMINAL)}. "
+        "[A gang's life](../concepts/lifecycle.md) draws it.",
+        "",
+        *table_lines(("In", "When", "To", "Counted as", "What happened"), rows),
+    ]
+    return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from yuniplace.gang import keys, topology
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api, started_by_kube_scheduler
 from yuniplace.gang.record import Record, read_record, state_of
-from yuniplace.gang.resources import Resources, format_quantity, pod_requests, quantities, shortfalls
+from yuniplace.gang.resources import Resources, format_quantity, pod_requests, quantities, said_short, shortfalls
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import (
     GangSpec,
@@ -115,10 +115,7 @@ def holding_its_members(
         if larger is None:
             groups.append(group)
             continue
-        detail = ", ".join(
-            f"{name} {format_quantity(need)} > {format_quantity(have)}"
-            for name, need, have in shortfalls(grown, reserved)
-        )
+        detail = said_short(shortfalls(grown, reserved))
         warnings.append(
             f"task group {group.name}: its members request more than its minResource ({detail}, init containers and "
             f"overhead included; pod {p.name(larger)} among them): each of its members is reserved that much"
@@ -258,6 +255,10 @@ class Application:
         if self.gated is not None:
             return list(self.gated)
         return [m for m in self.members if p.is_held(m)]
+
+    def live_members(self) -> list[Pod]:
+        """Its members still there: neither ended nor being deleted."""
+        return [m for m in self.members if not p.is_terminal(m) and not p.is_deleting(m)]
 
     def live_placeholders(self) -> list[Pod]:
         return [ph for ph in self.placeholders if not p.is_deleting(ph)]

@@ -69,6 +69,11 @@ def shortfalls(needed: Mapping[str, Decimal], available: Mapping[str, Decimal]) 
     ]
 
 
+def said_short(short: Iterable[tuple[str, Decimal, Decimal]]) -> str:
+    """Shortfalls as messages say them: "memory 1408Mi > 1Gi, cpu 2 > 1"."""
+    return ", ".join(f"{name} {format_quantity(need)} > {format_quantity(have)}" for name, need, have in short)
+
+
 BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 # From a million up only: a thousand cores reads better as 1000 than as 1k.
 DECIMAL_SUFFIXES = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6))

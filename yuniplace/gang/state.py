@@ -1,5 +1,6 @@
-"""The application state machine as data: states, the transitions allowed between them, and the
-event that announces each one. The reconciler proposes a state; only listed transitions happen."""
+"""The states of an application, as its record on the originator keeps them (`yuniplace.io/state`):
+their values are what every version of yuniplace writes and reads. What moves a gang from one to
+another is the lifecycle's transitions table (yuniplace/controller/lifecycle/table.py)."""
 
 from __future__ import annotations
 
@@ -20,34 +21,5 @@ class AppState(enum.Enum):
         return next((s for s in cls if s.value == text), cls.PENDING)
 
 
-S = AppState
-TRANSITIONS: dict[AppState, frozenset[AppState]] = {
-    # Pending -> Reserved or Running: placeholders found already placed (another originator began the
-    # reservation), the originator possibly running already; or the gang started under an originator
-    # since gone, whose successor carries no record.
-    S.PENDING: frozenset({S.RESERVING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
-    # Reserving -> Running: the last placeholder is placed while the originator (not a gang member
-    # itself, so never held) already runs.
-    # Reserving -> Pending: Strict mode gave a partial reservation back and will try again (or a timeout
-    # did, under a dialect's Retry rule).
-    S.RESERVING: frozenset({S.PENDING, S.RESERVED, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
-    # Reserved/Running -> Resuming/Failed: the task groups were edited into something invalid.
-    # Reserved -> Pending: the queue that lent its room took it back before it ran, or (Retry rule) the
-    # gang timed out waiting for the rest of its gang group or for its members to exist.
-    # Reserved -> Reserving: a gang none of whose members started, whose placeholders no longer hold what
-    # its members ask (they came larger, or in shapes not reserved for), reserves that first.
-    S.RESERVED: frozenset({S.PENDING, S.RESERVING, S.RUNNING, S.RESUMING, S.FAILED, S.COMPLETED}),
-    S.RUNNING: frozenset({S.RESUMING, S.FAILED, S.COMPLETED}),
-    S.RESUMING: frozenset({S.COMPLETED}),
-    # A failed application stays Failed, even once its pods (failed by us) are all terminal.
-    S.FAILED: frozenset(),
-    S.COMPLETED: frozenset(),
-}
-
-TERMINAL = frozenset({S.COMPLETED, S.FAILED})
-# States in which placeholders may still exist and be used; outside them any placeholder is removed.
-HOLDS_PLACEHOLDERS = frozenset({S.RESERVING, S.RESERVED, S.RUNNING})
-
-
-def allowed(current: AppState, proposed: AppState) -> bool:
-    return proposed == current or proposed in TRANSITIONS[current]
+# Nothing leaves these (the transitions: yuniplace/controller/lifecycle/table.py).
+TERMINAL = frozenset({AppState.COMPLETED, AppState.FAILED})

@@ -8,39 +8,28 @@ from typing import Any
 import pytest
 
 from tests import builders
-from tests.unit.test_plan import KEY, NOW, bind, driver, executor, placeholder, plan_of, reasons
+from tests.planning import (
+    KEY,
+    NOW,
+    Pod,
+    bind,
+    deleting,
+    ended,
+    executor,
+    placeholder,
+    plan_of,
+    reasons,
+    running_gang,
+    unschedulable,
+    with_record,
+)
 from yuniplace.admission.room import ClusterRoom
-from yuniplace.controller.plan import Settings, Surroundings
-from yuniplace.controller.planner import LOSS_GRACE_S, Planner
+from yuniplace.controller.lifecycle import LOSS_GRACE_S
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.application import Application
 from yuniplace.gang.losses import losses_of
 from yuniplace.gang.state import AppState
-from yuniplace.gang.taskgroups import Limits
 from yuniplace.runtime.store import PodStore
-
-Pod = dict[str, Any]
-
-
-def running_gang(**exec_1: Any) -> list[Pod]:
-    """A started gang of 3 (driver and two executors), each bound; executor 1 as `exec_1` says."""
-    return [
-        driver(state=AppState.RUNNING, started=NOW - 100, first_allocated=NOW - 90, gated=False, node="n0"),
-        executor(0, gated=False, node="n1", phase="Running"),
-        executor(1, **{"gated": False, "node": "n2", "phase": "Running", **exec_1}),
-    ]
-
-
-def with_record(pods: list[Pod], annotate: dict[str, str | None]) -> list[Pod]:
-    """The pods as the next reconcile sees them once the plan's annotations are on the driver."""
-    notes = pods[0]["metadata"]["annotations"]
-    for key, value in annotate.items():
-        if value is None:
-            notes.pop(key, None)
-        else:
-            notes[key] = value
-    return pods
 
 
 def test_members_up_done_lost_and_coming_are_told_apart() -> None:
@@ -49,10 +38,10 @@ def test_members_up_done_lost_and_coming_are_told_apart() -> None:
         executor(1, gated=False, node="n2", phase="Succeeded"),
         executor(2, gated=False, node="n3", phase="Failed"),
         executor(3, gated=False, node="gone-node", phase="Running"),
-        executor(4, gated=False, node="n4", phase="Running", deleting=True),
+        executor(4, gated=False, node="n4", phase="Running", deleted=True),
         executor(5),
     ]
-    members[2]["status"]["reason"] = "Evicted"
+    ended(members[2], reason="Evicted")
     losses = losses_of(members, 6, lambda node: "is gone" if node == "gone-node" else None)
     assert (losses.up, losses.done, losses.coming) == (1, 1, 1)
     assert [(lost.member, lost.why) for lost in losses.lost] == [
@@ -76,7 +65,7 @@ def test_members_that_finished_are_no_loss_and_deleted_ones_are_counted() -> Non
 
 @pytest.mark.parametrize(
     "exec_1",
-    [{"phase": "Failed"}, {"deleting": True}],
+    [{"phase": "Failed"}, {"deleted": True}],
     ids=["failed", "deleted"],
 )
 def test_a_gang_below_its_minimum_is_reported_after_the_grace_and_once(exec_1: dict[str, Any]) -> None:
@@ -97,8 +86,7 @@ def test_a_gang_below_its_minimum_is_reported_after_the_grace_and_once(exec_1: d
 
 def test_a_member_on_a_node_gone_is_lost_as_admissions_view_of_the_nodes_says() -> None:
     pods = running_gang(node="gone-node")
-    around = Surroundings(node_health=lambda node: "is gone" if node == "gone-node" else None)
-    plan = Planner(Application.of(KEY, pods, limits=Limits()), NOW, Settings(), around).plan()
+    plan = plan_of(pods, node_health=lambda node: "is gone" if node == "gone-node" else None)
     assert keys.DEGRADED_SINCE in plan.annotate
 
 
@@ -181,7 +169,7 @@ STARTED = NOW - 100  # running_gang()'s reservation began then
             "late members",
             [
                 executor(0, gated=False, node="n1", phase="Running"),
-                executor(1, created=STARTED + 30, gated=False, swap_placeholder="tg-1", nominated="n2"),
+                executor(1, created=STARTED + 30, gated=False, swap_placeholder="tg-1", nominated_to="n2"),
                 executor(2, created=STARTED + 31),
             ],
             1,
@@ -247,10 +235,7 @@ def test_a_replacement_that_cannot_be_placed_leaves_the_gang_degraded_until_it_r
     fits nowhere: the gang stays Degraded, nothing says it recovered, and the event says what waits.
     Once the replacement runs, GangRecovered."""
     degraded = {keys.DEGRADED_SINCE: p.format_time(NOW - 65), keys.DEGRADED_REPORTED: "true"}
-    replacement = executor(2, created=NOW - 2, gated=False)
-    replacement["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes are available"}
-    ]
+    replacement = unschedulable(executor(2, created=NOW - 2, gated=False), "0/2 nodes are available")
     pods = with_record([*running_gang()[:2], replacement], degraded)
     plan = plan_of(pods)
     assert not {"GangRecovered", "GangDegraded"} & set(reasons(plan))
@@ -273,5 +258,5 @@ def test_once_degraded_room_held_for_a_member_to_come_does_not_mend_it() -> None
 
 def test_a_gang_whose_originator_is_being_deleted_is_not_watched() -> None:
     pods = running_gang(phase="Failed")
-    pods[0]["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+    deleting(pods[0])
     assert keys.DEGRADED_SINCE not in plan_of(pods).annotate

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.test_plan import NOW, all_placeholders, driver, executor, names
+from tests.planning import (
+    NOW,
+    all_placeholders,
+    driver,
+    executor,
+    names,
+    unschedulable,
+)
 from yuniplace.admission.tickets import Granted, Waiting
+from yuniplace.controller.lifecycle import plan_application
 from yuniplace.controller.plan import Plan
-from yuniplace.controller.planner import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -156,9 +163,7 @@ def test_a_reservation_given_back_gives_its_domain_back_too() -> None:
         annotations={keys.TOPOLOGY_DOMAIN: IN_RACK_7.text(), keys.GANG_MODE: "Strict"},
     )
     stuck = all_placeholders(bound=False)
-    stuck[0]["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no room"}
-    ]
+    unschedulable(stuck[0], "no room")
     plan = plan_of([origin, executor(0), executor(1), *stuck])
     assert plan.state == AppState.PENDING
     assert keys.TOPOLOGY_DOMAIN in plan.annotate and plan.annotate[keys.TOPOLOGY_DOMAIN] is None

@@ -9,10 +9,25 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_losses import running_gang, with_record
-from tests.unit.test_plan import KEY, NOW, assert_consistent, driver, executor, placeholder, reasons
-from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
-from yuniplace.controller.planner import LOSS_GRACE_S, Planner
+from tests.planning import (
+    JOB,
+    KEY,
+    NOW,
+    Pod,
+    deleting,
+    driver,
+    ended,
+    executor,
+    owned_by,
+    placeholder,
+    plan_of,
+    reasons,
+    running_gang,
+    unready,
+    with_record,
+)
+from yuniplace.controller.lifecycle import LOSS_GRACE_S
+from yuniplace.controller.plan import Outcome, Plan, Settings
 from yuniplace.controller.restarts import MEMORY_S, RestartLedger, Restarts
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -25,9 +40,6 @@ from yuniplace.kube.errors import NotFound
 from yuniplace.runtime.store import PodStore
 from yuniplace.webhook.admission import problems_of
 
-Pod = dict[str, Any]
-JOB = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid", "controller": True}
-
 
 def degraded_gang(policy: dict[str, str] | None = None, *, owned: bool = True, since: float = NOW - 10) -> list[Pod]:
     """A started gang of 3 whose executor 1 failed, reported degraded since `since`, its pods owned by a
@@ -35,17 +47,13 @@ def degraded_gang(policy: dict[str, str] | None = None, *, owned: bool = True, s
     pods = running_gang(phase="Failed")
     for pod in pods:
         if owned:
-            pod["metadata"]["ownerReferences"] = [dict(JOB)]
+            owned_by(pod, JOB)
     pods[0]["metadata"]["annotations"].update(policy or {})
     return with_record(pods, {keys.DEGRADED_SINCE: p.format_time(since), keys.DEGRADED_REPORTED: "true"})
 
 
 def plan_for(pods: list[Pod], restarts: Restarts | None = None, now: float = NOW, **settings: Any) -> Plan:
-    plan = Planner(
-        Application.of(KEY, pods, limits=Limits()), now, Settings(**settings), Surroundings(restarts=restarts)
-    ).plan()
-    assert_consistent(plan)
-    return plan
+    return plan_of(pods, now, Settings(**settings), restarts=restarts)
 
 
 RESTART = {keys.ON_MEMBER_LOST: "restart"}
@@ -109,7 +117,7 @@ def test_restart_evicts_every_member_still_there_together_and_counts_it() -> Non
 def test_a_gang_being_evicted_is_not_evicted_again() -> None:
     pods = degraded_gang(RESTART)
     for pod in pods[:2]:
-        pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+        deleting(pod)
     plan = plan_for(pods, Restarts("job-uid", 1, NOW - 1))
     assert not plan.evict and plan.restarts is None
 
@@ -117,7 +125,7 @@ def test_a_gang_being_evicted_is_not_evicted_again() -> None:
 def test_the_first_report_says_what_follows_and_restart_follows_at_once() -> None:
     pods = running_gang(phase="Failed")
     for pod in pods:
-        pod["metadata"]["ownerReferences"] = [dict(JOB)]
+        owned_by(pod, JOB)
     pods[0]["metadata"]["annotations"].update(RESTART)
     pods = with_record(pods, {keys.DEGRADED_SINCE: p.format_time(NOW - LOSS_GRACE_S)})
     plan = plan_for(pods)
@@ -187,14 +195,6 @@ def test_release_evicts_bare_pods_too_and_counts_nothing() -> None:
 
 
 # -- ready -------------------------------------------------------------------------------------------
-
-
-def unready(pod: Pod, since: float) -> Pod:
-    pod.setdefault("status", {})["conditions"] = [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": p.format_time(since - 1)},
-        {"type": "Ready", "status": "False", "lastTransitionTime": p.format_time(since)},
-    ]
-    return pod
 
 
 def test_a_member_not_ready_past_the_ready_timeout_is_lost() -> None:
@@ -282,8 +282,7 @@ def test_a_gang_that_restarts_takes_no_replacement_in_while_it_is_short(policy: 
     """Its Job made a new pod for the one that failed: a restarting gang keeps it gated, to go with the
     others; any other gang takes it in, which mends it."""
     pods = degraded_gang(policy, since=NOW - 1)
-    replacement = executor(2, annotations={}, node=None)
-    replacement["metadata"]["ownerReferences"] = [dict(JOB)]
+    replacement = owned_by(executor(2, annotations={}, node=None), JOB)
     plan = plan_for([*pods, replacement])
     started = [p.name(swap.member) for swap in plan.swaps] + [p.name(pod) for pod in plan.ungate]
     assert ("exec-2" in started) == taken_in, plan
@@ -297,8 +296,7 @@ def test_a_gang_that_restarts_takes_no_replacement_in_when_the_member_it_lost_is
     replacement waits: a restarting gang is still short, and keeps the replacement gated to go with the
     others; any other gang lets it be scheduled (it counts once it runs)."""
     pods = [pod for pod in degraded_gang(policy, since=NOW - 1) if p.name(pod) != "exec-1"]
-    replacement = executor(2, annotations={}, node=None, created=NOW - 1)
-    replacement["metadata"]["ownerReferences"] = [dict(JOB)]
+    replacement = owned_by(executor(2, annotations={}, node=None, created=NOW - 1), JOB)
     plan = plan_for([*pods, replacement])
     started = [p.name(swap.member) for swap in plan.swaps] + [p.name(pod) for pod in plan.ungate]
     assert ("exec-2" in started) == taken_in, plan
@@ -315,7 +313,7 @@ def test_a_member_that_failed_in_an_earlier_attempt_is_no_loss_of_this_one() -> 
 
 def test_a_member_of_an_earlier_attempt_still_going_is_no_loss_of_this_one() -> None:
     """Its node was deleted: the pod stays, being deleted, until the pod garbage collector takes it."""
-    going = executor(9, gated=False, node="gone", phase="Running", created=NOW - 600, deleting=True)
+    going = executor(9, gated=False, node="gone", phase="Running", created=NOW - 600, deleted=True)
     pods = running_gang()
     pods[2] = executor(1)  # the new attempt's third member waits for the room held for it
     pods[0]["metadata"]["annotations"].update(RESTART)
@@ -337,8 +335,8 @@ def test_a_new_attempt_beside_a_pod_that_failed_in_the_last_reserves_anew() -> N
 def test_a_failed_originator_of_a_restarting_gang_is_a_member_lost() -> None:
     """A Job's pods are alike: the one that carries the record failing is a loss like any, not the end."""
     pods = degraded_gang(RESTART)
-    pods[0]["status"]["phase"] = "Failed"
-    pods[2]["status"]["phase"] = "Running"
+    ended(pods[0])
+    ended(pods[2], "Running")  # the member that failed came back, as far as this test goes
     plan = plan_for(pods)
     assert [p.name(pod) for pod in plan.evict] == ["exec-0", "exec-1"] and plan.state == AppState.RUNNING
     assert plan.annotate[keys.STATE] is None  # the failed pod stays; the next attempt is another's
@@ -349,7 +347,7 @@ def test_nothing_starts_in_a_gang_whose_originator_is_going() -> None:
     attempt rather than join, as a late member, a gang on its way out."""
     pods = running_gang()
     for pod in pods:
-        pod["metadata"]["deletionTimestamp"] = p.format_time(NOW)
+        deleting(pod)
     plan = plan_for([*pods, executor(5, created=NOW - 1)])
     assert not plan.swaps and not plan.ungate and not plan.evict
 
@@ -396,8 +394,17 @@ def test_room_still_held_for_a_member_to_come_is_no_loss() -> None:
 
 def test_past_the_limit_the_failed_originator_stays_and_the_pods_made_again_fail() -> None:
     left = with_record(running_gang(phase="Failed"), {keys.STATE: AppState.FAILED.value})[0]
-    left["status"]["phase"] = "Failed"
+    ended(left)
     again = [executor(5, created=NOW - 2), executor(6, created=NOW - 2)]
     plan = plan_for([left, *again], Restarts("job-uid", 1, NOW - 5, failed=True))
     assert p.name(plan.originator or {}) == "driver" and plan.state == AppState.FAILED
     assert sorted(p.name(f.pod) for f in plan.fail) == ["exec-5", "exec-6"]
+
+
+def test_a_release_policy_says_what_follows_when_the_gang_is_degraded() -> None:
+    pods = running_gang(phase="Failed")
+    pods[0]["metadata"]["annotations"][keys.ON_MEMBER_LOST] = "release"
+    pods = with_record(pods, {keys.DEGRADED_SINCE: p.format_time(NOW - 10)})
+    plan = plan_of(pods)
+    assert reasons(plan) == ["GangDegraded"]
+    assert "evicting it whole unless it is back at its minimum within 60s" in plan.events[0].note

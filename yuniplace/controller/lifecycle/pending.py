@@ -1,0 +1,209 @@
+"""The phase of a gang that has not begun to reserve (Pending, or Reserving with no reservation begun on
+its record): it waits out a retry's backoff or admission, then begins to reserve (admitted), or, where
+admission seated every member, starts directly with no placeholder at all (seated). A native gang its
+queue does not hold is left to kube-scheduler."""
+
+from __future__ import annotations
+
+from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Refused, Undecided, Waiting
+from yuniplace.controller.lifecycle.acts import follow_peers, refused, reject
+from yuniplace.controller.lifecycle.context import UNGROUPED, Context, Step
+from yuniplace.controller.lifecycle.policies.timeout import rule_of
+from yuniplace.controller.lifecycle.seats import fits_group
+from yuniplace.controller.lifecycle.table import Trigger
+from yuniplace.controller.plan import Swap
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.state import AppState
+from yuniplace.runtime.events import Reason
+
+
+def not_begun(ctx: Context) -> bool:
+    state, record = ctx.app.state, ctx.app.record
+    return state == AppState.PENDING or (state == AppState.RESERVING and record.reservation_started is None)
+
+
+def past_restart_limit(ctx: Context) -> bool:
+    """A new attempt of a gang that failed past its restart limit (its owner made its pods again)."""
+    return ctx.around.restarts is not None and ctx.around.restarts.failed
+
+
+def fail_past_restart_limit(ctx: Context) -> Step | None:
+    """Each pod of a gang failed past its restart limit fails at once, as Hard style fails a gang, so
+    its owner sees them fail."""
+    history = ctx.around.restarts
+    assert history is not None
+    ctx.release_everything(
+        failure=(
+            Reason.APPLICATION_FAILED,
+            f"application {ctx.app.key.app_id} failed after {history.count} restart(s) for lost members, its "
+            f"limit ({keys.RESTART_LIMIT})",
+        )
+    )
+    return None if ctx.plan.state == AppState.FAILED else Step(Trigger.FAILED)
+
+
+def begin(ctx: Context) -> Step | None:
+    """Wait out a retry backoff or admission, else begin reserving (or, where admission gave its
+    members seats, start them directly)."""
+    app, plan, ticket, record = ctx.app, ctx.plan, ctx.around.ticket, ctx.app.record
+    step = follow_peers(ctx) or refused(ctx)
+    if step is not None:
+        return step
+    deadline = app.pending_deadline()
+    if deadline is not None and ctx.now >= deadline:
+        return Step(Trigger.TIMED_OUT, _why_out_of_time(ctx, deadline))
+    if record.retry_after is not None and ctx.now < record.retry_after:
+        plan.requeue_after_s = record.retry_after - ctx.now
+        return None
+    if isinstance(ticket, Undecided):  # admission's next cycle decides, and wakes it
+        if deadline is not None:
+            plan.requeue_after_s = max(0.0, deadline - ctx.now)
+        return None
+    if isinstance(ticket, Refused):
+        return reject(ctx, ticket.reason, ticket.message)
+    if ctx.spec.native and (ticket is None or isinstance(ticket, LeftToKubeScheduler)):
+        _leave_to_kube_scheduler(ctx, ticket.message if ticket is not None else "admission is off")
+        return None
+    if isinstance(ticket, Waiting):
+        _wait(ctx, ticket, deadline)
+        return None
+    return _admitted(ctx)
+
+
+def _why_out_of_time(ctx: Context, deadline: float) -> str:
+    record, timeout_s, ticket = ctx.app.record, ctx.spec.policy.timeout_s, ctx.around.ticket
+    queued = record.queued_since + timeout_s if record.queued_since is not None else None
+    if record.retry_after is not None and (queued is None or queued > deadline):
+        return f"no complete reservation after {record.attempts} attempt(s) in {timeout_s}s"
+    summary = f"not admitted within {timeout_s}s of becoming first in its queue"
+    if isinstance(ticket, Waiting):
+        summary += f" ({ticket.message})"
+    return summary
+
+
+def _admitted(ctx: Context) -> Step:
+    """Admission lets it reserve: its record says where, and its placeholders are made (by the
+    reserving phase), or its members start on admission's seats."""
+    plan, spec, ticket, record, originator = ctx.plan, ctx.spec, ctx.around.ticket, ctx.app.record, ctx.originator
+    if record.queued_since is not None:
+        plan.annotate[keys.QUEUED_SINCE] = None
+    if isinstance(ticket, Granted) and ticket.warning:
+        ctx.event(originator, Reason.GANG_EXCEEDS_CAPACITY, ticket.warning)
+    if isinstance(ticket, Granted) and ticket.domains:
+        ctx.domains = plan.placed_in = ticket.domains
+        plan.annotate[keys.TOPOLOGY_DOMAIN] = ticket.domains.text()
+    where = f" in {ctx.domains}" if ctx.domains else ""
+    if isinstance(ticket, Granted) and ticket.lender:
+        plan.annotate[keys.BORROWED_FROM] = ticket.lender
+        where += f", on its queue's nodes and the idle ones of {ticket.lender} it borrows"
+    elif record.lender is not None:
+        plan.annotate[keys.BORROWED_FROM] = None  # the last attempt's
+    if record.retry_after is not None:
+        if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
+            plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
+        ctx.event(
+            originator,
+            Reason.CREATING_PLACEHOLDERS,
+            f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again{where}",
+        )
+        return Step(Trigger.ADMITTED_AGAIN)
+    plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
+    groups = ", ".join(f"{g.name}×{g.min_member}" for g in spec.groups)
+    ctx.event(
+        originator,
+        Reason.TASK_GROUP_MATCH,
+        f"application {ctx.app.key.app_id}: gang of {spec.min_members} ({groups}), "
+        f"timeout {spec.policy.timeout_s}s, {rule_of(spec).says(spec)}, {spec.mode.value} mode",
+    )
+    # Seats are for every member admission saw; one gone since (deleted, say) leaves the gang to
+    # reserve with placeholders, which wait for it to come back rather than start the rest.
+    members = ctx.members
+    seated = (
+        isinstance(ticket, Granted)
+        and bool(ticket.seats)
+        and all(len(members[group.name]) >= group.min_member for group in spec.groups)
+    )
+    if seated:
+        assert isinstance(ticket, Granted)
+        _start_directly(ctx, ticket, where)
+    else:
+        ctx.event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods{where}")
+    _warn(ctx)
+    return Step(Trigger.SEATED if seated else Trigger.ADMITTED)
+
+
+def _warn(ctx: Context) -> None:
+    spec = ctx.spec
+    for warning in spec.warnings:
+        ctx.event(ctx.originator, Reason.TASK_GROUP_WARNING, warning)
+    if ctx.around.ticket is None and (spec.topology or any(group.topology for group in spec.groups)):
+        ctx.event(
+            ctx.originator,
+            Reason.TASK_GROUP_WARNING,
+            "its topology domains are ignored: admission, which chooses them, is off (--admission=off)",
+        )
+
+
+def _start_directly(ctx: Context, ticket: Granted, where: str) -> None:
+    """Every member exists and admission found room for the whole gang now, so no placeholder would
+    reserve anything admission has not: each member is steered to the node admission chose for it
+    and released, all in one pass (each seat holds its group's largest member). Seats lie in the
+    topology domains admission chose (and on the nodes of the pool it borrows, if it does), and each
+    member is kept in a required domain as it is released (see dispatch.finish). `where` says where."""
+    plan, spec, members = ctx.plan, ctx.spec, ctx.members
+    plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(ctx.now)
+    if spec.native:
+        # kube-scheduler's gang plugin binds the group in one cycle once every gate is off: nothing to
+        # steer, and a preference for a seat would only narrow its choice.
+        plan.ungate += [member for group in members.values() for member in group]
+        ctx.event(
+            ctx.originator,
+            Reason.GANG_STARTING,
+            f"all {spec.min_members} pods exist and its queue admits the whole gang{where}: lifting their "
+            f"gates together; {spec.starts_when_all_exist} binds them all or none",
+        )
+        return
+    nodes: set[str] = set()
+    for group in spec.groups:
+        seats = list(ticket.seats_of(group.name))
+        nodes.update(seats)
+        for member in members[group.name]:
+            if seats and fits_group(ctx, member, group.name, group.min_resource):
+                plan.swaps.append(Swap(member, None, seats.pop(0), group.name, direct=True))
+            else:
+                plan.ungate.append(member)
+    plan.ungate += members[UNGROUPED]
+    ctx.event(
+        ctx.originator,
+        Reason.GANG_STARTING,
+        f"all {spec.min_members} pods exist and the whole gang fits now: starting them on {len(nodes)} node(s) "
+        f"admission chose{where}, without placeholders",
+    )
+
+
+def _leave_to_kube_scheduler(ctx: Context, why: str) -> None:
+    """A native gang its queue does not hold: its gates come off with no record written, so from
+    then on it is kube-scheduler's alone, as one never gated is, and yuniplace only counts it."""
+    ctx.plan.ungate += ctx.app.gated_members()
+    ctx.event(
+        ctx.originator,
+        Reason.NATIVE_GANG,
+        f"native gang {ctx.app.key.app_id}: {why}; its gates come off and {ctx.spec.starts_when_all_exist} alone "
+        "binds it all or nothing",
+    )
+
+
+def _wait(ctx: Context, ticket: Waiting, deadline: float | None) -> None:
+    """Admission holds it back: say why, when that is news, and keep its queue clock."""
+    plan, record = ctx.plan, ctx.app.record
+    if ticket.announce:
+        ctx.event(ctx.originator, Reason.GANG_WAITING, ticket.message)
+    if not ticket.times_out:
+        if record.queued_since is not None:
+            plan.annotate[keys.QUEUED_SINCE] = None  # the clock starts again once it is first
+    elif record.queued_since is None:
+        plan.annotate[keys.QUEUED_SINCE] = p.format_time(ctx.now)
+        deadline = min(ctx.now + ctx.spec.policy.timeout_s, deadline or float("inf"))
+    if deadline is not None:
+        plan.requeue_after_s = max(0.0, deadline - ctx.now)

@@ -1,0 +1,152 @@
+"""What a gang whose reservation runs out of time does: one rule per `OnTimeout`, each with the words
+that announce it, what follows (its decision) and the writes that carry it out (its action). The
+rule is the gang's own scheduler's, or the style its pod names (taskgroups.Policy.on_timeout); a new
+rule is one entry of `ON_TIMEOUT`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from yuniplace.controller.lifecycle.acts import give_back
+from yuniplace.controller.lifecycle.context import Context, Step
+from yuniplace.controller.lifecycle.table import Trigger
+from yuniplace.gang import pods as p
+from yuniplace.gang.taskgroups import GangSpec, OnTimeout
+from yuniplace.runtime.events import Reason
+
+
+def timed_out_mark(spec: GangSpec) -> str:
+    mark = spec.timed_out_mark
+    assert mark is not None, "a dialect whose rule marks timed-out pods names its mark"
+    return mark
+
+
+class Rule:
+    """A timeout rule. `lets_members_start`: once out of time, members of a gang whose scheduler starts
+    it only when all exist may start anyway (YuniKorn's styles); else the gang gives its reservation
+    back instead."""
+
+    said: ClassVar[str] = ""
+    lets_members_start: ClassVar[bool] = False
+
+    def says(self, spec: GangSpec) -> str:
+        """What the TaskGroupMatch event says it does if it times out."""
+        return self.said
+
+    def decide(self, ctx: Context) -> Trigger:
+        raise NotImplementedError
+
+    def act(self, ctx: Context, summary: str) -> Step:
+        raise NotImplementedError
+
+
+class Soft(Rule):
+    """YuniKorn's Soft style: placeholders go, its pods are scheduled normally; but a gang that requires a
+    topology domain and holds none waits for the next attempt, still gated, as Kueue keeps such a
+    workload pending (scheduled one by one, it would spread over any nodes)."""
+
+    said = "Soft style"
+    lets_members_start = True
+
+    def decide(self, ctx: Context) -> Trigger:
+        waits = ctx.spec.topology_required and not ctx.domains
+        return Trigger.GAVE_BACK if waits else Trigger.FELL_BACK
+
+    def act(self, ctx: Context, summary: str) -> Step:
+        if self.decide(ctx) == Trigger.GAVE_BACK:
+            return give_back(
+                ctx,
+                Reason.GANG_RESERVATION_RELEASED,
+                f"gang reservation timed out ({summary}); its pods must share a topology domain and none was "
+                "found for them, so rather than schedule them spread out (Soft style), its pods wait, still "
+                "gated, for the next attempt",
+                restart_clock=True,
+            )
+        ctx.event(
+            ctx.originator,
+            Reason.GANG_SCHEDULING_FAILED,
+            f"gang reservation timed out ({summary}); Soft style: placeholders removed, pods scheduled normally",
+        )
+        ctx.release_everything()
+        return Step(Trigger.FELL_BACK)
+
+
+class Hard(Rule):
+    """YuniKorn's Hard style: placeholders go, its gated pods fail."""
+
+    said = "Hard style"
+    lets_members_start = True
+
+    def decide(self, ctx: Context) -> Trigger:
+        return Trigger.FAILED
+
+    def act(self, ctx: Context, summary: str) -> Step:
+        message = f"gang reservation timed out ({summary}); Hard style fails the application"
+        ctx.event(ctx.originator, Reason.APPLICATION_FAILED, message)
+        ctx.release_everything(failure=(Reason.RESOURCE_RESERVATION_TIMEOUT, message))
+        return Step(self.decide(ctx))
+
+
+class Retry(Rule):
+    """Coscheduling's, a PodGroup's, Volcano's: placeholders go and the gang is reserved again after a
+    backoff, its clock started afresh; its pods never start without it."""
+
+    said = "reserved again after a backoff if it times out"
+
+    def decide(self, ctx: Context) -> Trigger:
+        return Trigger.GAVE_BACK
+
+    def act(self, ctx: Context, summary: str) -> Step:
+        return give_back(
+            ctx,
+            Reason.GANG_RESERVATION_RELEASED,
+            f"gang reservation timed out ({summary}); as a timed-out PodGroup backs off, its placeholders "
+            "are removed and its pods wait, still gated, for the next attempt",
+            restart_clock=True,
+        )
+
+
+class MarkTimedOut(Rule):
+    """Koordinator's: its pods are marked timed out and never scheduled (ending.keep_timed_out)."""
+
+    def says(self, spec: GangSpec) -> str:
+        return f"its pods marked {spec.timed_out_mark}=true and never scheduled if it times out"
+
+    def decide(self, ctx: Context) -> Trigger:
+        return Trigger.MARKED
+
+    def act(self, ctx: Context, summary: str) -> Step:
+        mark = timed_out_mark(ctx.spec)
+        ctx.plan.annotate[mark] = "true"
+        ctx.event(
+            ctx.originator,
+            Reason.GANG_TIMED_OUT,
+            f"gang {ctx.app.key.app_id} timed out ({summary}): as Koordinator does, its pods are marked "
+            f"{mark}=true and will not be scheduled; delete them and create them again to schedule the gang",
+        )
+        return Step(self.decide(ctx))
+
+
+ON_TIMEOUT: Mapping[OnTimeout, Rule] = {
+    OnTimeout.SOFT: Soft(),
+    OnTimeout.HARD: Hard(),
+    OnTimeout.RETRY: Retry(),
+    OnTimeout.MARK_TIMED_OUT: MarkTimedOut(),
+}
+
+
+def rule_of(spec: GangSpec) -> Rule:
+    return ON_TIMEOUT[spec.policy.on_timeout]
+
+
+def expire(ctx: Context, step: Step) -> Step:
+    """The reservation ran out of time (`step.why` says how): say so, and follow the gang's rule."""
+    ctx.event(ctx.originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {step.why}")
+    return rule_of(ctx.spec).act(ctx, step.why)
+
+
+def is_marked(pod: p.Pod, spec: GangSpec | None) -> bool:
+    """Whether the pod carries its dialect's mark of a gang that timed out."""
+    mark = spec.timed_out_mark if spec is not None else None
+    return mark is not None and p.annotations_of(pod).get(mark) == "true"
