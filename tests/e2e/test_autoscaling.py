@@ -28,6 +28,7 @@ from tests.e2e.support import (
     NamespaceRecorder,
     Placement,
     assert_on_held_room,
+    chart_installed,
     events_for,
     fill,
     gang_job,
@@ -36,6 +37,7 @@ from tests.e2e.support import (
     make_pod,
     put_queues,
 )
+from tests.e2e.test_kuberay import all_running, create_ray_cluster, kuberay, operator
 from tests.e2e.test_native_gangs import native_group
 from tests.e2e.test_queues import configured
 from yuniplace.gang import keys
@@ -44,6 +46,9 @@ from yuniplace.kube import NotFound
 from yuniplace.localcluster import LocalCluster, wait_until
 from yuniplace.localcluster import karpenter as karp
 from yuniplace.localcluster.components import Features
+from yuniplace.localcluster.operators import Operator
+
+__all__ = ["kuberay", "operator"]  # KubeRay's operator, the fixtures of its own tests, on this cluster
 
 WAIT_S = 90.0
 NODEPOOLS = "/apis/karpenter.sh/v1/nodepools"
@@ -357,3 +362,27 @@ def test_a_native_gang_held_in_a_queue_gets_its_nodes_in_one_round_too(
         assert "3 on their reserved nodes" in swapped["message"], swapped
     finally:
         assert process.stop() == 0, process.log()
+
+
+@pytest.mark.parametrize("mode", ["yunikorn"])
+def test_a_ray_cluster_whose_workers_need_new_nodes_gets_them_and_starts_whole(
+    cluster: Cluster,
+    namespace: str,
+    busy: Placement,
+    pools: Pools,
+    kuberay: Operator,
+    operator: str,
+    mode: str,
+    tmp_path: Path,
+) -> None:
+    """KubeRay's operator (yunikorn mode) and yuniplace as its chart installs it: a RayCluster whose head
+    fits the room there is and whose two workers of 3 CPUs fit none; Karpenter makes their nodes in one
+    round, and the cluster starts whole, every pod on room held for it."""
+    pool = pools.add()
+    with chart_installed(cluster, namespace, tmp_path / "chart"), NamespaceRecorder(cluster.client, namespace) as seen:
+        create_ray_cluster(cluster, namespace, "ray", busy, workers=(("workers", 2, "3", "1Gi"),))
+        pods = wait_until(lambda: all_running(cluster, namespace, "ray", 3), WAIT_S)
+        assert_on_held_room(seen, pods)
+    workers = [pod for pod in pods if "workers" in p.name(pod)]
+    assert {pod["spec"]["nodeName"] for pod in workers} <= set(pools.nodes(pool)), workers
+    assert len(pools.claims(pool)) == 2
