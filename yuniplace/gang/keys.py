@@ -72,6 +72,10 @@ NATIVE_GANGS = "yuniplace.io/native-gangs"
 # On the originator: the queue whose pool's idle nodes the gang's reservation borrows besides its own
 # queue's, as admission chose it.
 BORROWED_FROM = "yuniplace.io/borrowed-from"
+# On the originator: the autoscaler's node pools (Karpenter NodePools) whose nodes yet to come its
+# reservation counted on, as admission chose them; kept across its attempts, since such a gang never
+# falls back to normal scheduling (see lifecycle/policies/timeout.py).
+SCALE_UP = "yuniplace.io/scale-up"
 
 # YuniKorn's own marks of a placeholder, put on yuniplace's too, so that tooling written for YuniKorn
 # (dashboards, kubectl selectors) recognises them: its placeholder flag (current and earlier), the task
@@ -316,6 +320,14 @@ KEYS = (
         "originator",
         YUNIPLACE,
         "the queue whose pool's idle nodes the gang borrows besides its own queue's",
+    ),
+    Key(
+        SCALE_UP,
+        "annotation",
+        "originator",
+        YUNIPLACE,
+        "the autoscaler's node pools (Karpenter NodePools) whose nodes yet to come the gang's reservation "
+        "counted on, comma separated; such a gang waits for its next attempt rather than fall back (Soft)",
     ),
     Key(
         KARPENTER_DO_NOT_DISRUPT,

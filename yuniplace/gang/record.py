@@ -24,6 +24,8 @@ from yuniplace.gang.topology import BadTopology, Domains, read_domains
 TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$")
 MAX_ATTEMPTS = 10_000
 QUEUE_PATH = re.compile(r"^root(\.[^.\s]{1,64}){0,16}$")
+NODE_POOL = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a NodePool's name: a DNS subdomain
+MAX_NODE_POOLS = 32
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Record:
     queued_since: float | None = None  # when it became first in its admission queue, while it waits there
     domains: Domains = field(default_factory=Domains)  # the topology domains admission chose, kept through it
     lender: str | None = None  # the queue whose pool's idle nodes its reservation borrows besides its own
+    grows: tuple[str, ...] = ()  # the autoscaler's node pools whose nodes to come it counted on
     degraded_since: float | None = None  # when the started gang fell below its minimum, while it is
     degraded_reported: bool = False  # and whether that has been said (GangDegraded)
     # Whether the originator carries a state at all: a pod of the application that took over from an
@@ -99,6 +102,19 @@ def _queue(notes: Mapping[str, str], problems: list[Problem]) -> str | None:
     return None
 
 
+def _node_pools(notes: Mapping[str, str], problems: list[Problem]) -> tuple[str, ...]:
+    text = notes.get(keys.SCALE_UP)
+    if text is None:
+        return ()
+    names = tuple(text.split(","))
+    if len(names) <= MAX_NODE_POOLS and all(NODE_POOL.match(name) for name in names):
+        return names
+    problems.append(
+        Problem(keys.SCALE_UP, text, "is not a list of node pool names such as gpu,batch (yuniplace writes it)")
+    )
+    return ()
+
+
 def read_record(notes: Mapping[str, str]) -> Record:
     """The originator's record; InvalidGang names every key that cannot be read."""
     problems: list[Problem] = []
@@ -111,6 +127,7 @@ def read_record(notes: Mapping[str, str]) -> Record:
         queued_since=_time(notes, keys.QUEUED_SINCE, problems),
         domains=_domains(notes, problems),
         lender=_queue(notes, problems),
+        grows=_node_pools(notes, problems),
         degraded_since=_time(notes, keys.DEGRADED_SINCE, problems),
         degraded_reported=notes.get(keys.DEGRADED_REPORTED) == "true",
         kept=keys.STATE in notes,

@@ -99,6 +99,10 @@ def _admitted(ctx: Context) -> Step:
         where += f", on its queue's nodes and the idle ones of {ticket.lender} it borrows"
     elif record.lender is not None:
         plan.annotate[keys.BORROWED_FROM] = None  # the last attempt's
+    if isinstance(ticket, Granted) and ticket.grows:
+        plan.annotate[keys.SCALE_UP] = ",".join(ticket.grows)
+        pools = ", ".join(ticket.grows)
+        where += f"; NodePool {pools} is to make the nodes for them (its placeholders are what it makes them for)"
     if record.retry_after is not None:
         if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
             plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)

@@ -12,6 +12,7 @@ from yuniplace.controller.lifecycle.acts import give_back
 from yuniplace.controller.lifecycle.context import Context, Step
 from yuniplace.controller.lifecycle.table import Trigger
 from yuniplace.gang import pods as p
+from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, OnTimeout
 from yuniplace.runtime.events import Reason
 
@@ -42,25 +43,35 @@ class Rule:
 
 
 class Soft(Rule):
-    """YuniKorn's Soft style: placeholders go, its pods are scheduled normally; but a gang that requires a
-    topology domain and holds none waits for the next attempt, still gated, as Kueue keeps such a
-    workload pending (scheduled one by one, it would spread over any nodes)."""
+    """YuniKorn's Soft style: placeholders go, its pods are scheduled normally. Two gangs wait for the next
+    attempt instead, still gated: one that requires a topology domain and holds none, as Kueue keeps such
+    a workload pending (scheduled one by one, it would spread over any nodes); and one whose reservation
+    counted on nodes an autoscaler was to make (scheduled one by one, it would start in part on the nodes
+    made for it, and the autoscaler would make more for the rest up to its limits), so the nodes made
+    for it are given back."""
 
     said = "Soft style"
     lets_members_start = True
 
     def decide(self, ctx: Context) -> Trigger:
-        waits = ctx.spec.topology_required and not ctx.domains
+        waits = (ctx.spec.topology_required and not ctx.domains) or bool(ctx.app.record.grows)
         return Trigger.GAVE_BACK if waits else Trigger.FELL_BACK
 
     def act(self, ctx: Context, summary: str) -> Step:
         if self.decide(ctx) == Trigger.GAVE_BACK:
+            why = (
+                f"its reservation counted on nodes NodePool {', '.join(ctx.app.record.grows)} was to make, so "
+                "rather than schedule its pods normally (Soft style), where they would start in part on the "
+                "nodes made for it, its placeholders are removed (the nodes made are given back) and its pods "
+                "wait, still gated, for the next attempt"
+                if ctx.app.record.grows
+                else "its pods must share a topology domain and none was found for them, so rather than "
+                "schedule them spread out (Soft style), its pods wait, still gated, for the next attempt"
+            )
             return give_back(
                 ctx,
                 Reason.GANG_RESERVATION_RELEASED,
-                f"gang reservation timed out ({summary}); its pods must share a topology domain and none was "
-                "found for them, so rather than schedule them spread out (Soft style), its pods wait, still "
-                "gated, for the next attempt",
+                f"gang reservation timed out ({summary}); {why}",
                 restart_clock=True,
             )
         ctx.event(
@@ -141,9 +152,15 @@ def rule_of(spec: GangSpec) -> Rule:
 
 
 def expire(ctx: Context, step: Step) -> Step:
-    """The reservation ran out of time (`step.why` says how): say so, and follow the gang's rule."""
-    ctx.event(ctx.originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {step.why}")
-    return rule_of(ctx.spec).act(ctx, step.why)
+    """The reservation ran out of time (`step.why` says how): say so, and follow the gang's rule. Where
+    its room was to come from an autoscaler, the words say which, as the likeliest cause."""
+    why = step.why
+    if ctx.app.record.grows and ctx.app.state == AppState.RESERVING:
+        why += (
+            f"; its nodes were to come from NodePool {', '.join(ctx.app.record.grows)}, which made room for part of it"
+        )
+    ctx.event(ctx.originator, Reason.PLACEHOLDER_TIMEOUT, f"gang reservation timed out: {why}")
+    return rule_of(ctx.spec).act(ctx, why)
 
 
 def is_marked(pod: p.Pod, spec: GangSpec | None) -> bool:
