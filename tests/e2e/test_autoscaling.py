@@ -386,3 +386,54 @@ def test_a_ray_cluster_whose_workers_need_new_nodes_gets_them_and_starts_whole(
     workers = [pod for pod in pods if "workers" in p.name(pod)]
     assert {pod["spec"]["nodeName"] for pod in workers} <= set(pools.nodes(pool)), workers
     assert len(pools.claims(pool)) == 2
+
+
+@pytest.mark.parametrize("style", ["Soft", "Hard"])
+def test_a_scale_up_that_comes_only_partly_never_starts_part_of_the_gang(
+    cluster: Cluster,
+    namespace: str,
+    busy: Placement,
+    pools: Pools,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    style: str,
+) -> None:
+    """A gang of 3 x 3 CPUs admitted on a NodePool that may make 3 nodes; before Karpenter acts, the pool's
+    limit is lowered to 2 nodes (as an administrator might, or a cloud out of an instance type): 2 of its
+    placeholders are placed, the third never is, and no member starts. Out of time, Soft gives the room
+    back and its pods wait, still gated (the nodes made are consolidated), Hard fails it saying where its
+    nodes were to come from."""
+    pool = pools.add(cpu_limit=12)
+    cluster.local.stop_component(karp.NAME)
+    try:
+        policy = f"placeholderTimeoutInSeconds=20 gangSchedulingStyle={style}"
+        gang_job(cluster, namespace, busy, "train", 3, cpu="3", memory="1Gi", policy=policy)
+        creating = event_on(cluster, namespace, "CreatingPlaceholders", "train")
+        assert f"NodePool {pool} is to make the nodes for them" in creating["message"], creating
+        cluster.client.patch(f"{NODEPOOLS}/{pool}", {"spec": {"limits": {"cpu": "8"}}})
+    finally:
+        cluster.local.start_component(karp.NAME)
+
+    def placed() -> int:
+        return sum(1 for ph in recorder.latest.values() if p.is_placeholder(ph) and p.node_name(ph))
+
+    wait_until(lambda: placed() == 2, WAIT_S)
+    timed_out = event_on(cluster, namespace, "PlaceholderTimeOut", "train")
+    assert "2/3 placeholders placed" in timed_out["message"], timed_out
+    assert f"its nodes were to come from NodePool {pool}, which made room for part of it" in timed_out["message"]
+    if style == "Soft":
+        released = event_on(cluster, namespace, "GangReservationReleased", "train")
+        assert "its pods wait, still gated, for the next attempt" in released["message"], released
+        wait_until(lambda: not pools.claims(pool), WAIT_S * 3)  # the nodes made for it are taken back
+        pods = members(cluster, namespace, "train")
+        assert all(keys.GATE in [g["name"] for g in pod["spec"].get("schedulingGates") or []] for pod in pods), pods
+    else:
+        failed = event_on(cluster, namespace, "ApplicationFailed", "train")
+        assert "Hard style fails the application" in failed["message"], failed
+
+        def all_failed() -> bool:
+            return all(p.phase(pod) == "Failed" for pod in members(cluster, namespace, "train"))
+
+        wait_until(all_failed, WAIT_S)
+    ran = [p.name(pod) for pod in recorder.latest.values() if not p.is_placeholder(pod) and p.node_name(pod)]
+    assert [name for name in ran if name.startswith("train")] == [], f"members started in part: {ran}"
