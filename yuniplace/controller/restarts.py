@@ -34,12 +34,22 @@ DATA_KEY_PREFIX = "restarts."
 @dataclass(frozen=True)
 class Restarts:
     """A gang's restarts so far: for which owner (its controller's uid), how many, the last when, and
-    whether the limit was reached (its later attempts fail at once)."""
+    whether the limit was reached (its later attempts fail at once); and how many of its attempts timed
+    out under Hard style, the last when (an owner that makes failed pods again, as KubeRay does, makes
+    a new attempt each time, and the same limit bounds them)."""
 
     owner: str
     count: int
     last_at: float
     failed: bool = False
+    timeouts: int = 0
+    timed_out_at: float = 0.0
+
+    def said(self) -> str:
+        """What its count is, in an event's words."""
+        parts = [f"{self.count} restart(s) for lost members"] if self.count else []
+        parts += [f"{self.timeouts} attempt(s) out of time (Hard style)"] if self.timeouts else []
+        return " and ".join(parts) or "no restart"
 
 
 def _data_key(key: p.AppKey) -> str:
@@ -53,7 +63,12 @@ def _read(value: str) -> tuple[p.AppKey, Restarts] | None:
     try:
         raw = json.loads(value)
         return p.AppKey(str(raw["namespace"]), str(raw["app"])), Restarts(
-            str(raw["owner"]), int(raw["count"]), float(raw["last_at"]), bool(raw.get("failed", False))
+            str(raw["owner"]),
+            int(raw["count"]),
+            float(raw["last_at"]),
+            bool(raw.get("failed", False)),
+            int(raw.get("timeouts", 0)),
+            float(raw.get("timed_out_at", 0.0)),
         )
     except (ValueError, TypeError, KeyError):
         return None

@@ -266,6 +266,14 @@ class Reason(enum.StrEnum):
         "a degraded gang with `restart` is evicted whole for its owner to make it again: how far below its minimum, "
         "which owner, which restart of how many; or why it could not be evicted whole",
     )
+    GANG_BACKING_OFF = (
+        "GangBackingOff",
+        "Wait",
+        WARNING,
+        "originator",
+        "its owner (a RayCluster, say) made a gang again whose last attempt failed (Hard style): the new attempt "
+        "waits a backoff, doubled each time, before it reserves; which attempt of how many",
+    )
     GANG_RELEASED = (
         "GangReleased",
         "Release",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Refused, Undecided, Waiting
 from yuniplace.controller.lifecycle.acts import follow_peers, refused, reject
 from yuniplace.controller.lifecycle.context import UNGROUPED, Context, Step
+from yuniplace.controller.lifecycle.policies.onloss import MAX_RESTART_BACKOFF_S
 from yuniplace.controller.lifecycle.policies.timeout import rule_of
 from yuniplace.controller.lifecycle.seats import fits_group
 from yuniplace.controller.lifecycle.table import Trigger
@@ -36,8 +37,7 @@ def fail_past_restart_limit(ctx: Context) -> Step | None:
     ctx.release_everything(
         failure=(
             Reason.APPLICATION_FAILED,
-            f"application {ctx.app.key.app_id} failed after {history.count} restart(s) for lost members, its "
-            f"limit ({keys.RESTART_LIMIT})",
+            f"application {ctx.app.key.app_id} failed after {history.said()}, its limit ({keys.RESTART_LIMIT})",
         )
     )
     return None if ctx.plan.state == AppState.FAILED else Step(Trigger.FAILED)
@@ -56,6 +56,8 @@ def begin(ctx: Context) -> Step | None:
     if record.retry_after is not None and ctx.now < record.retry_after:
         plan.requeue_after_s = record.retry_after - ctx.now
         return None
+    if _backs_off(ctx):
+        return None
     if isinstance(ticket, Undecided):  # admission's next cycle decides, and wakes it
         if deadline is not None:
             plan.requeue_after_s = max(0.0, deadline - ctx.now)
@@ -69,6 +71,36 @@ def begin(ctx: Context) -> Step | None:
         _wait(ctx, ticket, deadline)
         return None
     return _admitted(ctx)
+
+
+def backoff_after_timeouts(ctx: Context, timeouts: int) -> float:
+    """How long a gang's owner's next attempt waits after `timeouts` of its attempts failed out of time."""
+    return min(MAX_RESTART_BACKOFF_S, ctx.settings.restart_backoff_s * 2.0 ** (timeouts - 1))
+
+
+def _backs_off(ctx: Context) -> bool:
+    """A new attempt its owner made after the last one failed out of time (Hard style: KubeRay makes a
+    Ray cluster's failed pods again) waits a backoff before it reserves, as a container's restarts do;
+    its record keeps the wait, so it is said once and outlives the controller."""
+    history, record = ctx.around.restarts, ctx.app.record
+    if history is None or not history.timeouts or record.retry_after is not None:
+        return False
+    until = history.timed_out_at + backoff_after_timeouts(ctx, history.timeouts)
+    if ctx.now >= until:
+        return False
+    owner = p.controller_of(ctx.originator) or {}
+    limit = ctx.spec.on_loss.restart_limit
+    ctx.plan.annotate[keys.RETRY_AFTER] = p.format_time(until)
+    ctx.plan.annotate[keys.ATTEMPTS] = str(history.timeouts)
+    ctx.event(
+        ctx.originator,
+        Reason.GANG_BACKING_OFF,
+        f"{owner.get('kind')} {owner.get('name')} made the gang again after {history.timeouts} of its attempts ran out "
+        f"of time (Hard style): attempt {history.timeouts + 1} of at most {limit + 1} reserves in "
+        f"{until - ctx.now:.0f}s",
+    )
+    ctx.plan.requeue_after_s = until - ctx.now
+    return True
 
 
 def _why_out_of_time(ctx: Context, deadline: float) -> str:

@@ -10,6 +10,7 @@ restart limit the gang fails instead.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from yuniplace.controller.lifecycle.context import Context, Step
@@ -138,8 +139,9 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
             plan.annotate[key] = None
     pods = "its pod" if len(remaining) == 1 else f"its {len(remaining)} pods"
     lost = f"{losses.minimum - losses.up - losses.done} of its minimum {losses.minimum} members lost"
+    kept = ctx.around.restarts or Restarts(owner_uid, 0, ctx.now)
     if owner is not None and count >= policy.restart_limit:
-        plan.restarts = Restarts(owner_uid, count, ctx.now, failed=True)
+        plan.restarts = replace(kept, owner=owner_uid, count=count, last_at=ctx.now, failed=True)
         ctx.event(
             ctx.originator,
             Reason.APPLICATION_FAILED,
@@ -149,7 +151,7 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
         return Step(Trigger.RESTARTS_EXHAUSTED)
     made_again = "" if owner is None else f" for {owner.get('kind')} {owner.get('name')} to make them again"
     if owner is not None:
-        plan.restarts = Restarts(owner_uid, count + 1, ctx.now)
+        plan.restarts = replace(kept, owner=owner_uid, count=count + 1, last_at=ctx.now)
     attempt = "" if owner is None else f" (restart {count + 1} of at most {policy.restart_limit})"
     if rule.trigger == Trigger.RESTARTED:
         ctx.event(ctx.originator, Reason.GANG_RESTARTING, f"{lost}: evicting {pods} together{made_again}{attempt}")

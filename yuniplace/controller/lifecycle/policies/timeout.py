@@ -6,11 +6,14 @@ rule is one entry of `ON_TIMEOUT`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import ClassVar
 
 from yuniplace.controller.lifecycle.acts import give_back
 from yuniplace.controller.lifecycle.context import Context, Step
 from yuniplace.controller.lifecycle.table import Trigger
+from yuniplace.controller.restarts import Restarts
+from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import GangSpec, OnTimeout
@@ -94,9 +97,32 @@ class Hard(Rule):
 
     def act(self, ctx: Context, summary: str) -> Step:
         message = f"gang reservation timed out ({summary}); Hard style fails the application"
-        ctx.event(ctx.originator, Reason.APPLICATION_FAILED, message)
+        ctx.event(ctx.originator, Reason.APPLICATION_FAILED, message + _count_attempt(ctx))
         ctx.release_everything(failure=(Reason.RESOURCE_RESERVATION_TIMEOUT, message))
         return Step(self.decide(ctx))
+
+
+def _count_attempt(ctx: Context) -> str:
+    """An owner may make the failed gang again (KubeRay makes a Ray cluster's failed pods again): each
+    attempt out of time is counted for it, with the restarts, against the gang's restart limit, so that
+    such attempts back off and end. What the event adds about it."""
+    owner = p.controller_of(ctx.originator)
+    if owner is None:
+        return ""
+    owner_uid, limit = str(owner.get("uid") or ""), ctx.spec.on_loss.restart_limit
+    kept = ctx.around.restarts or Restarts(owner_uid, 0, 0.0)
+    timeouts = kept.timeouts + 1
+    failed = kept.failed or timeouts > limit
+    ctx.plan.restarts = replace(kept, owner=owner_uid, timeouts=timeouts, timed_out_at=ctx.now, failed=failed)
+    if failed:
+        return (
+            f"; {timeouts} of its attempts ran out of time, past its limit ({keys.RESTART_LIMIT}: {limit}): every "
+            f"new pod {owner.get('kind')} {owner.get('name')} makes of it fails at once"
+        )
+    return (
+        f"; if {owner.get('kind')} {owner.get('name')} makes it again, attempt {timeouts + 1} of at most {limit + 1} "
+        "waits a backoff before it reserves"
+    )
 
 
 class Retry(Rule):
