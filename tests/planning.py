@@ -22,6 +22,7 @@ from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
 from yuniplace.gang.podshape import member_group
 from yuniplace.gang.state import TERMINAL, AppState
 from yuniplace.gang.taskgroups import Limits, TaskGroup
+from yuniplace.kube.errors import NotFound
 
 Pod = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -454,3 +455,35 @@ def run(pods: list[Pod], steps: list[str], start: float = NOW) -> list[AppState]
             states.append(plan.state)
             pods = apply(pods, plan, now)
     return states
+
+
+# -- the API a ledger keeps its counts in --------------------------------------------------------------
+
+
+class ConfigMaps:
+    """Stands in for the API's ConfigMaps of one namespace: merge patches of `data`, and create."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] | None = None
+        self.writes = 0
+
+    def get(self, path: str) -> dict[str, Any]:
+        if self.data is None:
+            raise NotFound(404, "NotFound", "configmaps not found")
+        return {"data": dict(self.data)}
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.data is None:
+            raise NotFound(404, "NotFound", "configmaps not found")
+        self.writes += 1
+        for key, value in body["data"].items():
+            if value is None:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = value
+        return {}
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.writes += 1
+        self.data = dict(body["data"])
+        return body

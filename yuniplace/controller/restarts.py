@@ -45,6 +45,11 @@ class Restarts:
     timeouts: int = 0
     timed_out_at: float = 0.0
 
+    @property
+    def latest(self) -> float:
+        """When it was last counted: a restart, or an attempt out of time."""
+        return max(self.last_at, self.timed_out_at)
+
     def said(self) -> str:
         """What its count is, in an event's words."""
         parts = [f"{self.count} restart(s) for lost members"] if self.count else []
@@ -103,7 +108,7 @@ class RestartLedger:
         entries: dict[p.AppKey, Restarts] = {}
         for name, value in data.items():
             read = _read(value) if isinstance(value, str) else None
-            if read is None or self._clock() - read[1].last_at > MEMORY_S:
+            if read is None or self._clock() - read[1].latest > MEMORY_S:
                 stale.append(name)
             else:
                 entries[read[0]] = read[1]
@@ -116,7 +121,7 @@ class RestartLedger:
         """The gang's restarts for this owner, unless forgotten."""
         with self._lock:
             entry = self._entries.get(key)
-        if entry is None or entry.owner != owner or self._clock() - entry.last_at > MEMORY_S:
+        if entry is None or entry.owner != owner or self._clock() - entry.latest > MEMORY_S:
             return None
         return entry
 

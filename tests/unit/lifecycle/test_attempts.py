@@ -4,8 +4,23 @@ attempt waits a backoff before it reserves, and past the limit every new pod of 
 
 from __future__ import annotations
 
-from tests.planning import HARD, NOW, Pod, all_placeholders, driver, executor, names, owned_by, plan_of, reasons
-from yuniplace.controller.restarts import Restarts
+import json
+
+from tests.planning import (
+    HARD,
+    KEY,
+    NOW,
+    ConfigMaps,
+    Pod,
+    all_placeholders,
+    driver,
+    executor,
+    names,
+    owned_by,
+    plan_of,
+    reasons,
+)
+from yuniplace.controller.restarts import MEMORY_S, RestartLedger, Restarts
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
@@ -112,3 +127,23 @@ def test_a_job_that_keeps_its_failed_pods_is_unchanged_its_new_pods_fail_at_once
     assert plan.state == AppState.FAILED and [(p.name(f.pod), f.reason) for f in plan.fail] == [
         ("exec-5", "ApplicationFailed")
     ]
+
+
+def test_attempts_out_of_time_are_kept_for_their_owner_and_forgotten_only_an_hour_after_the_last() -> None:
+    """A count made of attempts out of time alone (no restart: its last restart is at 0) is as fresh as its
+    last attempt, kept across the controller, and read back whole by one that does not know the fields."""
+    api = ConfigMaps()
+    now = [NOW]
+    ledger = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
+    counted = Restarts("ray-uid", 0, 0.0, timeouts=2, timed_out_at=NOW)
+    ledger.record(KEY, counted)
+    later = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
+    later.load()
+    assert later.get(KEY, "ray-uid") == counted
+    now[0] += MEMORY_S + 1
+    assert later.get(KEY, "ray-uid") is None
+    written_before = json.dumps({"namespace": "default", "app": "x", "owner": "u", "count": 1, "last_at": NOW})
+    api.data = {"restarts.default.old": written_before}
+    older = RestartLedger(api, "yuniplace", "restarts", lambda: NOW)  # type: ignore[arg-type]
+    older.load()
+    assert older.get(p.AppKey("default", "x"), "u") == Restarts("u", 1, NOW)

@@ -13,6 +13,7 @@ from tests.planning import (
     JOB,
     KEY,
     NOW,
+    ConfigMaps,
     Pod,
     deleting,
     driver,
@@ -36,7 +37,6 @@ from yuniplace.gang.losses import Readiness, losses_of
 from yuniplace.gang.onloss import LossPolicy, OnLoss
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import Limits, Problem, loss_policy_of
-from yuniplace.kube.errors import NotFound
 from yuniplace.runtime.store import PodStore
 from yuniplace.webhook.admission import problems_of
 
@@ -216,35 +216,6 @@ def test_a_gang_whose_member_never_came_up_is_degraded_by_its_ready_timeout() ->
 
 
 # -- the counts kept ---------------------------------------------------------------------------------
-
-
-class ConfigMaps:
-    """Stands in for the API's ConfigMaps of one namespace: merge patches of `data`, and create."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, str] | None = None
-        self.writes = 0
-
-    def get(self, path: str) -> dict[str, Any]:
-        if self.data is None:
-            raise NotFound(404, "NotFound", "configmaps not found")
-        return {"data": dict(self.data)}
-
-    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        if self.data is None:
-            raise NotFound(404, "NotFound", "configmaps not found")
-        self.writes += 1
-        for key, value in body["data"].items():
-            if value is None:
-                self.data.pop(key, None)
-            else:
-                self.data[key] = value
-        return {}
-
-    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.writes += 1
-        self.data = dict(body["data"])
-        return body
 
 
 def test_the_counts_outlive_the_controller_and_belong_to_their_owner() -> None:
