@@ -38,6 +38,7 @@ from tests.e2e.support import (
     placeholders,
 )
 from yuniplace.gang import keys
+from yuniplace.gang import pods as p
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import BuildError, wait_until
 from yuniplace.localcluster.operators import Operator, ensure_kuberay
@@ -466,3 +467,48 @@ def test_a_ray_cluster_whose_worker_never_comes_up_is_restarted_whole(ray: Ray, 
         return fresh if len(fresh) == 4 and all(is_running(pod) for pod in fresh) else None
 
     assert_on_held_room(recorder, wait_until(started_again, 90))
+
+
+@pytest.mark.parametrize("mode", ["yunikorn"])
+def test_a_ray_cluster_made_again_after_hard_style_failed_it_backs_off_and_its_attempts_end(
+    ray: Ray, mode: str
+) -> None:
+    """KubeRay makes a Ray cluster's failed pods again, without end. A gang that never fits, Hard style,
+    restart limit 1: its first attempt fails out of time, KubeRay's second waits a backoff (GangBackingOff)
+    before it reserves and fails too, and from then on every pod KubeRay makes fails at once: no further
+    reservation, and `yuniplace status` says why the gang failed."""
+    cluster, namespace, pool = ray.cluster, ray.namespace, ray.pool
+    place = pool(1, cpu="3", memory="16Gi")
+    hard = {
+        keys.SCHEDULING_POLICY_PARAMETERS: "placeholderTimeoutInSeconds=5 gangSchedulingStyle=Hard",
+        keys.RESTART_LIMIT: "1",
+    }
+    create_ray_cluster(cluster, namespace, "ray", place, hard)
+
+    def said(reason: str, phrase: str) -> dict[str, Any] | None:
+        return next((e for e in events_for(cluster, namespace, reason) if phrase in e["message"]), None)
+
+    first = wait_until(lambda: said("ApplicationFailed", "attempt 2 of at most 2 waits a backoff"), 90)
+    backing_off = wait_until(lambda: said("GangBackingOff", "attempt 2 of at most 2 reserves in"), 90)
+    assert "RayCluster ray made the gang again after 1 of its attempts ran out of time" in backing_off["message"]
+    last = wait_until(lambda: said("ApplicationFailed", "past its limit (yuniplace.io/restart-limit: 1)"), 120)
+    assert p.parse_time(last["eventTime"]) > p.parse_time(first["eventTime"])  # type: ignore[operator]
+    ended_at = p.parse_time(last["eventTime"])
+    assert ended_at is not None
+
+    def failed_at_once() -> list[dict[str, Any]]:
+        return [
+            pod
+            for pod in ray_pods(cluster, namespace, "ray")
+            if p.created_at(pod) > ended_at + 1
+            and p.phase(pod) == "Failed"
+            and "failed after 2 attempt(s) out of time (Hard style)" in (p.status_message(pod) or "")
+        ]
+
+    wait_until(lambda: len(failed_at_once()) >= 3, 120)  # KubeRay keeps making them; each fails at once
+    reservations = events_for(cluster, namespace, "CreatingPlaceholders")
+    assert len(reservations) == 2, [e["message"] for e in reservations]
+    rows = status.collect(cluster.client, namespace, None)
+    assert any(
+        row["state"] == "Failed" and "attempt(s) out of time (Hard style), its limit" in row["note"] for row in rows
+    ), rows

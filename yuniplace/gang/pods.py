@@ -174,6 +174,12 @@ def status_reason(pod: Mapping[str, Any]) -> str | None:
     return str(reason) if reason else None
 
 
+def status_message(pod: Mapping[str, Any]) -> str | None:
+    """What whoever set the pod's phase says of it (yuniplace, for a pod it failed: why)."""
+    message = pod.get("status", {}).get("message")
+    return str(message) if message else None
+
+
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return phase(pod) in TERMINAL_PHASES
 

@@ -19,6 +19,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, started_by_kube_scheduler
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound, context_namespace, workloadapi
+from yuniplace.runtime.events import FAILURE_REASONS
 from yuniplace.tools import queuestatus
 
 
@@ -81,6 +82,8 @@ def describe(app: Application, now: float) -> dict[str, Any] | None:
     if app.state == AppState.RUNNING and record.degraded_reported:
         row["state"] = DEGRADED
         row["note"] = "below its minimum: members lost (see the GangDegraded event)"
+    if app.state == AppState.FAILED and p.status_reason(originator) in FAILURE_REASONS:
+        row["note"] = f"failed: {p.status_message(originator) or p.status_reason(originator)}"  # yuniplace's why
     if app.spec is None:
         row["error"] = str(app.problem)
         return row
