@@ -85,6 +85,23 @@ def test_the_webhook_for_native_gangs_gates_their_pods_and_the_other_one_does_no
     assert patch_of(mutate(review(pod))) == []  # a namespace that opts out: kube-scheduler's alone
 
 
+def test_a_member_of_a_gang_its_queue_admitted_is_let_through_ungated() -> None:
+    """Where the webhook serves in the controller's process, it knows the gang's admission: a member
+    created after it is not gated (the gang plugin holds it with the rest); one of a gang not admitted is."""
+    pod = native("trainer", 3, gated=False)
+    asked: list[str] = []
+
+    def admitted(member: dict[str, Any]) -> bool:
+        asked.append(member["metadata"]["name"])
+        return True
+
+    assert patch_of(mutate(review(pod), hold_native=True, admitted=admitted)) == []
+    assert asked == ["trainer-3"]
+    assert patch_of(mutate(review(pod), hold_native=True, admitted=lambda _pod: False)) != []
+    assert patch_of(mutate(review(native("other", 0, gated=False)), admitted=admitted)) == []  # opted out: not asked
+    assert asked == ["trainer-3"]
+
+
 # -- reading the gang ---------------------------------------------------------------------------------
 
 
@@ -237,11 +254,47 @@ def test_one_its_queue_does_not_hold_goes_with_no_record(ticket: LeftToKubeSched
     assert [e.reason for e in plan.events] == [Reason.NATIVE_GANG]
 
 
-def test_members_yet_to_come_are_reserved_shaped_like_those_that_exist() -> None:
+def test_admitted_before_all_its_members_exist_its_gates_come_off_and_nothing_is_reserved() -> None:
+    """Its group says 3, 2 pods exist: admitted from what its group declares, their gates come off at
+    once (the gang plugin holds them until the third exists); no placeholder, its timeout from now."""
     app = application([native("launcher", i, cpu="2") for i in range(2)], pod_group("launcher", 3))
     plan = plan_of(app, Granted())
-    assert len(plan.create) == 3 and not plan.ungate
-    assert {ph["spec"]["containers"][0]["resources"]["requests"]["cpu"] for ph in plan.create} == {"2"}
+    assert not plan.create and sorted(p.name(m) for m in plan.ungate) == ["launcher-0", "launcher-1"]
+    assert plan.state == AppState.RESERVED and plan.annotate[keys.FIRST_ALLOCATED] == p.format_time(NOW)
+    [starting] = [e.note for e in plan.events if e.reason == Reason.GANG_STARTING]
+    assert "(minimum 3; 2 of its pods exist): lifting their gates" in starting
+    assert "binds them all or none once all exist" in starting
+
+
+def admitted_record(started: float = NOW) -> dict[str, str]:
+    at = p.format_time(started)
+    return {keys.STATE: "Reserved", keys.RESERVATION_STARTED: at, keys.FIRST_ALLOCATED: at}
+
+
+def test_a_member_gated_after_its_gang_was_admitted_goes_at_once() -> None:
+    """The webhook that gated the third member did not know its gang was admitted: it goes too."""
+    members = [
+        native("launcher", 0, gated=False, annotations=admitted_record()),
+        native("launcher", 1, gated=False),
+        native("launcher", 2),
+    ]
+    plan = plan_of(application(members, pod_group("launcher", 3)), None, NOW + 5)
+    assert [p.name(m) for m in plan.ungate] == ["launcher-2"] and not plan.create and plan.events == []
+
+
+@pytest.mark.parametrize(("style", "state"), [("Soft", AppState.PENDING), ("Hard", AppState.FAILED)])
+def test_admitted_and_still_missing_a_member_at_its_timeout_it_follows_its_style(style: str, state: AppState) -> None:
+    """Admitted for 3, 2 exist (ungated, held by the gang plugin); 60 s later the third has not come:
+    Soft gives its room back and tries again after a backoff (what comes next is gated again), Hard fails
+    the gang. None of its members is ever bound in part."""
+    policy = {keys.SCHEDULING_POLICY_PARAMETERS: f"placeholderTimeoutInSeconds=60 gangSchedulingStyle={style}"}
+    members = [native("launcher", 0, gated=False, annotations=admitted_record()), native("launcher", 1, gated=False)]
+    plan = plan_of(application(members, pod_group("launcher", 3, policy)), None, NOW + 61)
+    assert plan.state == state and not plan.ungate and not plan.create
+    if state == AppState.FAILED:
+        assert sorted(p.name(f.pod) for f in plan.fail) == ["launcher-0", "launcher-1"]
+    else:
+        assert plan.annotate.get(keys.RETRY_AFTER) is not None and plan.fail == []
 
 
 @pytest.mark.parametrize(("style", "state"), [("Soft", AppState.PENDING), ("Hard", AppState.FAILED)])

@@ -439,8 +439,9 @@ class Decision:
         decided while they keep coming, so that it may start directly once all exist: only once no new
         one has come for `direct_start_wait_s` (a Job whose parallelism is below the gang's minimum)
         or ARRIVAL_CAP_S after its first, a cycle decides it whatever has arrived. Until then it has no
-        ticket, and none of its room."""
-        if not self._rules.direct_start or len(unit) != 1 or not unit[0].arriving:
+        ticket, and none of its room. A native gang is decided at once, from what its group declares: the
+        gang plugin, not a seat, keeps its members from starting before all exist."""
+        if not self._rules.direct_start or len(unit) != 1 or not unit[0].arriving or unit[0].spec.native:
             return False
         first, latest = unit[0].arrived
         until = min(latest + self._rules.direct_start_wait_s, first + ARRIVAL_CAP_S)

@@ -106,10 +106,11 @@ class App:
 
     def _outstanding(self, group: str, min_member: int) -> int:
         missing = max(0, min_member - self.holding.get(group, 0))
-        # Once reserved, only members still to be swapped in need room: the rest have had theirs.
+        # Once reserved, only members still to be swapped in need room: the rest have had theirs. A
+        # native gang admitted holds room for its members yet to come too: it has no placeholder.
         return (
             missing
-            if self.state in (AppState.PENDING, AppState.RESERVING)
+            if self.state in (AppState.PENDING, AppState.RESERVING) or self.spec.native
             else min(missing, self.needing.get(group, 0))
         )
 

@@ -224,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
         restarts_configmap=args.restarts_configmap or (args.leader_election_namespace, "yuniplace-restarts"),
     )
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
-    webhook = webhook_command.start_webhook(args, limits, client) if args.webhook_address else None
+    webhook = (
+        webhook_command.start_webhook(args, limits, client, controller.admits_native) if args.webhook_address else None
+    )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

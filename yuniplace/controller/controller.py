@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -210,6 +210,17 @@ class Controller:
             self.queue.add_after(key, spacing - (time.monotonic() - last))
 
     # -- workers -----------------------------------------------------------------------------------
+
+    def admits_native(self, pod: Mapping[str, Any]) -> bool:
+        """Whether the pod joins a native gang its queue has admitted (its record on its originator, as
+        this replica's store has it, whether or not it leads): the webhook then lets it through ungated,
+        for the gang plugin to hold with the rest. A wrong answer only costs a gate lifted a moment
+        later, by the gang's next reconcile."""
+        key = p.app_key(pod)
+        if key is None:
+            return False
+        app = self._application(key)
+        return bool(app.spec and app.spec.native and app.state in (AppState.RESERVED, AppState.RUNNING))
 
     def _application(self, key: p.AppKey) -> Application:
         return self.store.application(key, self.pod_groups.get(key), self._settings.limits)

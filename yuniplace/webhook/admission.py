@@ -180,10 +180,13 @@ def mutate(
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
     trust: Trust = DEFAULT_TRUST,
     hold_native: bool = False,
+    admitted: Callable[[Mapping[str, Any]], bool] = lambda _pod: False,
 ) -> dict[str, Any]:
     """Gate a gang pod and record who created it; record who created a gang workload on its pod
     template; rewrite the schedulerName of a scheduler whose pods are taken over when asked. Pods of
-    native pod groups are gang pods only with `hold_native` (the webhook for them)."""
+    native pod groups are gang pods only with `hold_native` (the webhook for them); of those, a member
+    of a gang its queue has admitted already (`admitted`, where the webhook serves in the controller's
+    process) is not gated: the gang plugin holds it with the rest."""
     request = review.get("request") or {}
     kind = request.get("kind") or {}
     path = identity.TEMPLATES.get((str(kind.get("group")), str(kind.get("kind"))))
@@ -202,7 +205,7 @@ def mutate(
     warnings = [] if hold_native else native_warnings(pod)
     if is_gang_pod(pod, schedulers, hold_native=hold_native):
         # A pod created already bound (spec.nodeName) cannot carry a scheduling gate; nothing to hold.
-        if not spec.get("nodeName"):
+        if not spec.get("nodeName") and not (hold_native and admitted(pod)):
             gates = spec.get("schedulingGates")
             if not gates:
                 patch.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]})

@@ -7,6 +7,7 @@ import logging
 import re
 import signal
 import threading
+from collections.abc import Callable, Mapping
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -116,9 +117,15 @@ def add_webhook_arguments(group: Any, *, required: bool) -> None:
     )
 
 
-def start_webhook(args: argparse.Namespace, limits: Limits, client: KubeClient | None) -> ThreadingHTTPServer:
+def start_webhook(
+    args: argparse.Namespace,
+    limits: Limits,
+    client: KubeClient | None,
+    admitted: Callable[[Mapping[str, Any]], bool] = lambda _pod: False,
+) -> ThreadingHTTPServer:
     """`client` lets `--rewrite-scheduler-name=auto` ask whether YuniKorn (or ai-scheduler) runs (None: never
-    rewrite in auto)."""
+    rewrite in auto); `admitted`, whether a native gang pod's gang is admitted (the controller's, when the
+    webhook serves in its process)."""
     if not args.tls_cert_file or not args.tls_key_file:
         raise SystemExit(
             "yuniplace: --webhook-address needs --tls-cert-file and --tls-key-file "
@@ -138,6 +145,7 @@ def start_webhook(args: argparse.Namespace, limits: Limits, client: KubeClient |
         limits=limits,
         schedulers=schedulers_from(args),
         trust=trust,
+        admitted=admitted,
     )
 
 

@@ -132,9 +132,12 @@ def serve(
     limits: Limits = Limits(),
     schedulers: frozenset[str] = DEFAULT_SCHEDULERS,
     trust: Trust = DEFAULT_TRUST,
+    admitted: Callable[[Mapping[str, Any]], bool] = lambda _pod: False,
 ) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; `address` is HOST:PORT (port 0 picks a free one). `rewrites`:
-    whether to rewrite each scheduler name taken over to the default scheduler (none other is)."""
+    whether to rewrite each scheduler name taken over to the default scheduler (none other is).
+    `admitted`: whether a native gang pod's gang is admitted already (the controller knows, where the
+    webhook serves in its process)."""
     host, _, port = address.rpartition(":")
     rewrite = decider(rewrites)
     routes: dict[str, Decide] = {
@@ -152,6 +155,7 @@ def serve(
             schedulers=schedulers,
             trust=trust,
             hold_native=True,
+            admitted=admitted,
         ),
         "/validate": lambda review: admission.validate(review, limits, schedulers, trust),
     }

@@ -76,11 +76,16 @@ class Context:
 
     def release_everything(self, failure: tuple[Reason, str] | None = None) -> None:
         """Remove every placeholder; ungate every gated member, or fail it with (reason, message).
-        A member the plan has already decided about (no group, unknown group) keeps that decision."""
+        A member the plan has already decided about (no group, unknown group) keeps that decision. A
+        failed native gang's members whose gates came off at its admission, held by the gang plugin
+        and not bound, fail too: the plugin would bind them once the rest came."""
         plan = self.plan
         self.delete_placeholders()
         decided = {p.uid(m) for m in plan.ungate} | {p.uid(f.pod) for f in plan.fail}
-        for member in self.app.gated_members():
+        held = self.app.gated_members()
+        if failure is not None and self.app.spec is not None and self.app.spec.native:
+            held += [m for m in self.app.live_members() if p.waits_for_scheduler(m) and m not in held]
+        for member in held:
             if p.uid(member) in decided:
                 continue
             if failure is None:

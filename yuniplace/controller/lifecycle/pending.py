@@ -138,6 +138,9 @@ def _admitted(ctx: Context) -> Step:
     if record.retry_after is not None:
         if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
             plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
+        if spec.native:
+            _lift_native_gates(ctx, f"{where} (attempt {record.attempts + 1})")
+            return Step(Trigger.SEATED)
         ctx.event(
             originator,
             Reason.CREATING_PLACEHOLDERS,
@@ -155,6 +158,10 @@ def _admitted(ctx: Context) -> Step:
     # Seats are for every member admission saw; one gone since (deleted, say) leaves the gang to
     # reserve with placeholders, which wait for it to come back rather than start the rest.
     members = ctx.members
+    if spec.native:
+        _lift_native_gates(ctx, where)
+        _warn(ctx)
+        return Step(Trigger.SEATED)
     seated = (
         isinstance(ticket, Granted)
         and bool(ticket.seats)
@@ -189,17 +196,6 @@ def _start_directly(ctx: Context, ticket: Granted, where: str) -> None:
     member is kept in a required domain as it is released (see dispatch.finish). `where` says where."""
     plan, spec, members = ctx.plan, ctx.spec, ctx.members
     plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(ctx.now)
-    if spec.native:
-        # kube-scheduler's gang plugin binds the group in one cycle once every gate is off: nothing to
-        # steer, and a preference for a seat would only narrow its choice.
-        plan.ungate += [member for group in members.values() for member in group]
-        ctx.event(
-            ctx.originator,
-            Reason.GANG_STARTING,
-            f"all {spec.min_members} pods exist and its queue admits the whole gang{where}: lifting their "
-            f"gates together; {spec.starts_when_all_exist} binds them all or none",
-        )
-        return
     nodes: set[str] = set()
     for group in spec.groups:
         seats = list(ticket.seats_of(group.name))
@@ -215,6 +211,25 @@ def _start_directly(ctx: Context, ticket: Granted, where: str) -> None:
         Reason.GANG_STARTING,
         f"all {spec.min_members} pods exist and the whole gang fits now: starting them on {len(nodes)} node(s) "
         f"admission chose{where}, without placeholders",
+    )
+
+
+def _lift_native_gates(ctx: Context, where: str) -> None:
+    """A native gang its queue admits, from what its group declares (its minimum, shaped like the members
+    seen): every gate comes off at once, those of members yet to come as they come (or the webhook never
+    puts one on), and kube-scheduler's gang plugin holds them all until the whole minimum exists, then
+    binds them all or none. No placeholder, no seat: the plugin alone places the group, and its queue
+    keeps the room of the whole minimum. Its timeout runs from now."""
+    plan, spec = ctx.plan, ctx.spec
+    plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(ctx.now)
+    plan.ungate += ctx.app.gated_members()
+    present = len(ctx.app.live_members())
+    exist = f"all {spec.min_members} pods exist" if present >= spec.min_members else f"{present} of its pods exist"
+    ctx.event(
+        ctx.originator,
+        Reason.GANG_STARTING,
+        f"its queue admits the whole gang{where} (minimum {spec.min_members}; {exist}): lifting their gates; "
+        f"{spec.starts_when_all_exist} binds them all or none once all exist",
     )
 
 

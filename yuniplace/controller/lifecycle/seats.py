@@ -104,6 +104,8 @@ def swap(ctx: Context) -> Step | None:
     live = app.live_placeholders()
     missing = members_missing(ctx)
     deadline = app.reservation_deadline()
+    if ctx.spec.native and not live:
+        return _native_admitted(ctx, missing, deadline)
     # A gang started directly (or holding nothing yet) has no placeholder to find too small or short.
     if live and not missing and not app.started() and (short := unreserved(ctx, live)):
         ctx.event(
@@ -122,6 +124,19 @@ def swap(ctx: Context) -> Step | None:
     plan.ungate += ctx.members[UNGROUPED]  # scheduled normally, now that the gang is reserved
     started = p.node_name(ctx.originator) and plan.state == AppState.RESERVED
     _release_unused(ctx, [ph for ph in live if p.uid(ph) not in claimed])
+    return Step(Trigger.STARTED) if started else None
+
+
+def _native_admitted(ctx: Context, missing: int, deadline: float | None) -> Step | None:
+    """A native gang admitted (its gates lifted at admission): a member that came since, gated by a
+    webhook that did not know, goes too, for the gang plugin to hold with the rest; members still
+    missing at its timeout follow its style."""
+    if missing and deadline is not None and ctx.now >= deadline:
+        return _out_of_time(ctx, missing)
+    ctx.plan.ungate += ctx.app.gated_members()
+    if missing and deadline is not None:
+        ctx.requeue_within(max(0.0, deadline - ctx.now))
+    started = p.node_name(ctx.originator) and ctx.plan.state == AppState.RESERVED
     return Step(Trigger.STARTED) if started else None
 
 
