@@ -4,11 +4,12 @@ shape of its members.
 
 kube-scheduler's gang plugin binds these gangs all or nothing by itself, but it has no queue, no
 timeout and no room for members yet to come. Where yuniplace's webhook gated their pods (it holds
-them unless their namespace opts out), a native gang waits for its queue like any gang: once admitted,
-its gates come off together and the gang plugin binds it, and members yet to come are reserved with
-placeholders meanwhile. A timeout under the Soft style gives the admission back and tries again
-after a backoff (released into normal scheduling the gang would only wait in kube-scheduler, unseen
-by its queue); Hard fails it. Its timeout and style may be set on the object that describes the
+them unless their namespace opts out), a native gang waits for its queue like any gang, admitted from
+what its group declares as soon as its first pod is seen: its gates come off at once (members made
+later are not gated at all where the webhook knows the admission), its queue keeps the room of its
+whole minimum, and the gang plugin holds its pods until the minimum exists, then binds them all or
+none. A timeout under the Soft style gives the admission back and tries again after a backoff; Hard
+fails it. Its timeout and style may be set on the object that describes the
 group, as on any gang's pod (yunikorn.apache.org/schedulingPolicyParameters), the pod's own winning.
 A gang whose pods were never gated stays kube-scheduler's alone, as before: yuniplace only counts it.
 The objects that describe the groups are read in kube/workloadapi.py; they reach `spec` as
