@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import autoscaling, campaign, controlplane, report, scale, scenarios, topology
+from yuniplace.bench import autoscaling, campaign, controlplane, nativegate, report, scale, scenarios, topology
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -311,16 +311,18 @@ def run_all(
                 if served is not None:
                     # Native gangs held and admitted by yuniplace: a controller holding a configured queue.
                     queues = queues_configmap(cluster, NATIVE_QUEUE)
+                    gate = nativegate.prepare(out_dir / "native-gate")
                     with ControllerUnderTest(
                         cluster,
                         log_dir / "controller-native.log",
-                        ["--workers=8", f"--queues-configmap={queues}", *controller_args],
+                        ["--workers=8", f"--queues-configmap={queues}", *gate.controller_args(), *controller_args],
                     ):
+                        nativegate.register(cluster, gate)
                         progress(
                             f"1c. native gangs {sizes.gang_sizes}: admitted by yuniplace, and the gang plugin alone"
                         )
                         admitted = scenarios.native_admission(
-                            cluster, sizes.gang_sizes, sizes.repeats, served, NATIVE_QUEUE
+                            cluster, sizes.gang_sizes, sizes.repeats, served, NATIVE_QUEUE, nativegate.HELD
                         )
                     for row in gang_rows:
                         row.update(admitted[row["members"]])

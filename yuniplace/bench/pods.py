@@ -18,6 +18,9 @@ class PodTimeline:
     def __init__(self, client: KubeClient, namespace: str, *, label_selector: str | None = None) -> None:
         selectors = {"labelSelector": label_selector} if label_selector else {}
         self._changed = threading.Condition()
+        self.seen_at: dict[str, float] = {}  # first seen (created)
+        self.gated: set[str] = set()  # seen held by yuniplace's gate at some point
+        self.free_at: dict[str, float] = {}  # first seen with no scheduling gate
         self.bound_at: dict[str, float] = {}
         self.running_at: dict[str, float] = {}
         self.nodes: dict[str, str] = {}
@@ -35,6 +38,11 @@ class PodTimeline:
         with self._changed:
             for pod in pods:
                 name = pod["metadata"]["name"]
+                self.seen_at.setdefault(name, now)
+                if pod.get("spec", {}).get("schedulingGates"):
+                    self.gated.add(name)
+                else:
+                    self.free_at.setdefault(name, now)
                 node = pod.get("spec", {}).get("nodeName")
                 if node:
                     self.bound_at.setdefault(name, now)
@@ -58,6 +66,23 @@ class PodTimeline:
                 missing = len(wanted - self.bound_at.keys())
                 raise TimeoutError(f"{missing}/{len(wanted)} pods still unbound after {timeout_s:.0f}s")
             return max(self.bound_at[name] for name in wanted)
+
+    def story(self, start: float) -> list[dict[str, object]]:
+        """Each pod's moments, in ms from `start`: seen, gate lifted (or never gated), bound."""
+
+        def ms(at: float | None) -> float | None:
+            return None if at is None else round((at - start) * 1000, 1)
+
+        return [
+            {
+                "pod": name,
+                "seen_ms": ms(self.seen_at[name]),
+                "gated": name in self.gated,
+                "free_ms": ms(self.free_at.get(name)),
+                "bound_ms": ms(self.bound_at.get(name)),
+            }
+            for name in sorted(self.seen_at, key=lambda n: self.seen_at[n])
+        ]
 
     def __enter__(self) -> PodTimeline:
         self._thread.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -39,6 +39,7 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
 class Run(NamedTuple):
     seconds: float  # from the first pod's creation to the last one bound
     cpu: dict[str, float]  # CPU seconds each process used meanwhile (none unless sampled)
+    story: list[dict[str, object]]  # each pod's moments from the first creation (PodTimeline.story)
 
 
 def time_to_bound(
@@ -49,13 +50,15 @@ def time_to_bound(
     settle: Callable[[], None] | None = None,
     objects: Sequence[tuple[str, dict[str, Any]]] = (),
     sample: Callable[[], dict[str, float]] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Run:
     """Time from the first pod's creation to the last one bound (all created at once), and with
     `sample` (CPU seconds used so far by each process) what each process used in that time. `objects`
     (API path under the namespace, object) are created first, untimed; `settle` runs before the
-    namespace is deleted (e.g. to let the controller post its last events)."""
+    namespace is deleted (e.g. to let the controller post its last events). `labels`: the namespace's
+    (a webhook's selector)."""
     client = cluster.client()
-    cluster.create_namespace(namespace)
+    cluster.create_namespace(namespace, labels=dict(labels or {}))
     try:
         for path, body in objects:
             client.create(path.format(namespace=namespace), body)
@@ -67,7 +70,7 @@ def time_to_bound(
             after = sample() if sample is not None else {}
         if settle is not None:
             settle()
-        return Run(last - started, _spent(before, after))
+        return Run(last - started, _spent(before, after), timeline.story(started))
     finally:
         delete_namespace(cluster, namespace)
 
@@ -85,25 +88,35 @@ def native_gang(served: workloadapi.ServedVersion, name: str, members: int) -> t
 
 
 def native_admission(
-    cluster: LocalCluster, sizes: Sequence[int], repeats: int, served: workloadapi.ServedVersion, queue: str
+    cluster: LocalCluster,
+    sizes: Sequence[int],
+    repeats: int,
+    served: workloadapi.ServedVersion,
+    queue: str,
+    held: Mapping[str, str],
 ) -> dict[int, dict[str, Any]]:
-    """Scenario 1c (a controller holding `queue` must be running): one native gang of M members admitted
-    by yuniplace (its pods gated as the webhook gates them, in `queue`) against the same gang left to
-    kube-scheduler's gang plugin alone (never gated), alternating, `repeats` times; by M."""
+    """Scenario 1c (a controller holding `queue`, serving the native-gang webhook for namespaces labelled
+    `held`, must be running): one native gang of M members admitted by yuniplace (its pods created as a
+    user's are, gated by the webhook until the gang is admitted, in `queue`) against the same gang left
+    to kube-scheduler's gang plugin alone (no webhook), alternating, `repeats` times; by M."""
     found: dict[int, dict[str, Any]] = {}
     for members in sizes:
         alone, admitted = [], []
+        stories: dict[str, list[dict[str, object]]] = {}
         timeout_s = max(120.0, members * 0.5)
         for attempt in range(repeats):
             name = f"alone-{members}-{attempt}"
             objects, pods = native_gang(served, name, members)
-            alone.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
+            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects)
+            alone.append(run.seconds)
+            stories.setdefault("alone", run.story)
             name = f"admitted-{members}-{attempt}"
             objects, pods = native_gang(served, name, members)
             for pod in pods:
                 pod["metadata"]["labels"][keys.YUNIKORN_QUEUE] = queue
-                pod["spec"]["schedulingGates"] = [{"name": keys.GATE}]
-            admitted.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
+            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects, labels=held)
+            admitted.append(run.seconds)
+            stories.setdefault("admitted", run.story)
         plugin_s, admitted_s = statistics.median(alone), statistics.median(admitted)
         found[members] = {
             "native_alone_s": round(plugin_s, 2),
@@ -111,6 +124,7 @@ def native_admission(
             "runs_native_alone_s": [round(x, 2) for x in alone],
             "runs_native_admitted_s": [round(x, 2) for x in admitted],
             "native_admitted_vs_alone": round(admitted_s / plugin_s, 2),
+            "native_timelines": stories,  # one run of each: every pod seen, let go, bound
         }
     return found
 

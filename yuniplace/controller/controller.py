@@ -27,6 +27,7 @@ from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.record import state_of
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
@@ -219,8 +220,10 @@ class Controller:
         key = p.app_key(pod)
         if key is None:
             return False
-        app = self._application(key)
-        return bool(app.spec and app.spec.native and app.state in (AppState.RESERVED, AppState.RUNNING))
+        # Every pod creation of a held namespace asks, so it reads only the record, not the whole gang.
+        records = (p.annotations_of(member) for member in self.store.app_pods(key))
+        states = (state_of(notes) for notes in records if keys.STATE in notes)
+        return any(state in (AppState.RESERVED, AppState.RUNNING) for state in states)
 
     def _application(self, key: p.AppKey) -> Application:
         return self.store.application(key, self.pod_groups.get(key), self._settings.limits)
