@@ -269,20 +269,37 @@ def arrivals(
                 futures.append(pool.submit(create_pods, client, namespace, make(app)))
             for future in futures:
                 future.result()
-            latencies = []
+            latencies, reactions = [], []
             last = started
             for app, at in created.items():
-                bound = timeline.wait_bound([f"{app}-{i}" for i in range(members)], timeout_s)
+                names = [f"{app}-{i}" for i in range(members)]
+                bound = timeline.wait_bound(names, timeout_s)
                 latencies.append(bound - at)
                 last = max(last, bound)
-        return {
+                if reaction := _reaction(timeline, names):
+                    reactions.append(reaction)
+        found = {
             "p50_s": round(_percentile(latencies, 0.50), 2),
             "p95_s": round(_percentile(latencies, 0.95), 2),
             "p99_s": round(_percentile(latencies, 0.99), 2),
             "pods_per_s": round(apps * members / (last - started), 1),
         }
+        if reactions:
+            found["reaction_ms_p50"] = round(statistics.median(reactions) * 1000, 1)
+            found["reaction_ms_p95"] = round(_percentile(reactions, 0.95) * 1000, 1)
+        return found
     finally:
         delete_namespace(cluster, namespace)
+
+
+def _reaction(timeline: PodTimeline, names: Sequence[str]) -> float | None:
+    """How long after its last member was seen created a gang's first gate came off (None: none was
+    gated, or a gate came off before the last member came)."""
+    gated = [name for name in names if name in timeline.gated and name in timeline.free_at]
+    if not gated:
+        return None
+    reaction = min(timeline.free_at[name] for name in gated) - max(timeline.seen_at[name] for name in names)
+    return reaction if reaction >= 0 else None
 
 
 def steady_arrivals(
@@ -300,9 +317,11 @@ def steady_arrivals(
         timeout_s,
     )
     with controller.profiled("arrivals"):
+        cpu_before = controller.cpu_seconds()
         yuniplace = arrivals(
             cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
         )
+        yuniplace["controller_cpu_s"] = round(controller.cpu_seconds() - cpu_before, 2)
     return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
 
 
