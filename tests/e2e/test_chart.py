@@ -58,13 +58,15 @@ CONTROLLER_RULES = {
     ("scheduling.k8s.io", "podgroups"): {"list", "watch"},
     ("scheduling.k8s.io", "workloads"): {"list", "watch"},
 }
-# Admission reads, in every namespace, what each node has and what runs on it, Volcano's Queues and
-# ai-scheduler's Pools (both cluster-scoped); nothing else.
+# Admission reads, in every namespace, what each node has and what runs on it, Volcano's Queues,
+# ai-scheduler's Pools and Karpenter's NodePools and NodeClaims (all cluster-scoped); nothing else.
 ADMISSION_RULES = {
     ("", "nodes"): {"list", "watch"},
     ("", "pods"): {"list", "watch"},
     ("scheduling.volcano.sh", "queues"): {"list", "watch"},
     ("resource.aibee.cn", "pools"): {"list", "watch"},
+    ("karpenter.sh", "nodepools"): {"list", "watch"},
+    ("karpenter.sh", "nodeclaims"): {"list", "watch"},
 }
 VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 RESTRICTED_CONTAINER = {
@@ -307,7 +309,8 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     assert out.count("(server dry run)") == len(manifests), out
 
     # Pods and events: a Role in the watched namespace instead of a ClusterRole; cluster-wide, only
-    # admission's reading of nodes, pods, Volcano's Queues and ai-scheduler's Pools.
+    # admission's reading of nodes, pods, Volcano's Queues, ai-scheduler's Pools and Karpenter's
+    # NodePools and NodeClaims.
     [cluster_role] = objects(manifests, "ClusterRole")
     assert rule_verbs(cluster_role) == ADMISSION_RULES
     [cluster_binding] = objects(manifests, "ClusterRoleBinding")
