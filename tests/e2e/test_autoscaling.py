@@ -346,11 +346,12 @@ def test_placeholders_for_an_autoscaler_it_cannot_read_come_when_their_time_is_u
 
 
 def test_a_native_gang_held_in_a_queue_gets_its_nodes_in_one_round_too(
-    cluster: Cluster, namespace: str, busy: Placement, pools: Pools, tmp_path: Path
+    cluster: Cluster, namespace: str, busy: Placement, pools: Pools, recorder: NamespaceRecorder, tmp_path: Path
 ) -> None:
     """Kubernetes' own gang (the Workload API) in a queue yuniplace holds: admitted on what the pool can
-    make, it reserves with placeholders (no seat on a node yet to come), Karpenter makes a node for each
-    in one round, and its members, released onto them, are bound whole."""
+    make, its gates come off with no placeholder (kube-scheduler's gang plugin holds its members until all
+    exist), Karpenter makes a node for each of its members, unschedulable together, in one round, and
+    they are bound whole."""
     pool = pools.add()
     put_queues(cluster, namespace, queues_yaml("- name: shared"))
     process = ControllerProcess.for_namespace(
@@ -368,9 +369,9 @@ def test_a_native_gang_held_in_a_queue_gets_its_nodes_in_one_round_too(
         running = [cluster.wait_pod(namespace, name, is_running, timeout_s=WAIT_S) for name in names]
         assert {pod["spec"]["nodeName"] for pod in running} == set(pools.nodes(pool))
         assert len(pools.claims(pool)) == 3
-        swapped = event_on(cluster, namespace, "PlaceholderSwapped", "train")
-        assert "3 member(s) bound" in swapped["message"], swapped
-        assert "3 on their reserved nodes" in swapped["message"], swapped
+        starting = event_on(cluster, namespace, "GangStarting", "train")
+        assert "kube-scheduler's gang plugin binds them all or none" in starting["message"], starting
+        assert not recorder.placeholder_uids, f"placeholders for a native gang: {sorted(recorder.placeholder_uids)}"
     finally:
         assert process.stop() == 0, process.log()
 
