@@ -16,7 +16,17 @@ from tests.e2e.support import Cluster
 # three times as long as alone, so it gets a budget of its own rather than the suite's 600 s.
 BENCH_TIMEOUT_S = 1500
 
-SCENARIOS = {"control-plane", "gang-size", "arrivals", "contention", "cost", "decode", "scale", "topology"}
+SCENARIOS = {
+    "control-plane",
+    "gang-size",
+    "arrivals",
+    "contention",
+    "cost",
+    "decode",
+    "scale",
+    "topology",
+    "autoscaling",
+}
 
 
 @pytest.mark.timeout(BENCH_TIMEOUT_S + 60)
@@ -44,6 +54,10 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     topology = results["topology"]
     assert topology["on"]["one_rack_share_requiring"] == 1.0  # a required rack is kept, whatever the timing
     assert topology["on"]["samples"] > 0 and topology["off"]["samples"] > 0
+    # On the autoscaled cluster, every pod of the gang got a node of its own, and the nodes went again.
+    [autoscaled] = results["autoscaling"]["rows"]
+    assert autoscaled["yuniplace"]["nodes_made"] >= autoscaled["yuniplace"]["nodes_needed"] == 10
+    assert autoscaled["yuniplace"]["back_to_size_s"] > 0 and autoscaled["baseline"]["start_s"] > 0
     for chart in ("gang-latency.png", "scale.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "results.md").read_text()
@@ -56,6 +70,7 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
         "### 4c. Decoding",
         "### 5. Scale",
         "### 6. Topology",
+        "### 7. Autoscaled",
     )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown

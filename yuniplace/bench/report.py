@@ -441,8 +441,9 @@ def autoscaling_table(result: dict[str, Any]) -> str:
     stream = result["stream"]
     lines = [
         f"### 7. Autoscaled: Karpenter {result['karpenter']} (kwok provider), a NodePool of {result['node_cpu']}-CPU "
-        f"nodes (limit {result['limit_cpu']} CPUs, consolidateAfter {result['consolidate_after']}), no node at the "
-        f"start; pods of {result['pod_cpu']} CPUs",
+        f"nodes (limit {result['limit_cpu']} CPUs, consolidateAfter {result['consolidate_after']}, disruption "
+        f"budget {result['disruption_budget']} of its nodes at once), no node at the start; pods of "
+        f"{result['pod_cpu']} CPUs",
         "",
         "| work | plain pods, s | yuniplace gang, s | gang / plain | nodes made: plain / gang / needed | "
         "back to no node after the work: plain / gang, s |",

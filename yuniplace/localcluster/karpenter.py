@@ -52,9 +52,12 @@ def node_pool(
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, str]] = (),
     consolidate_after: str = "10s",
+    disruption_budget: str | None = None,
 ) -> dict[str, Any]:
     """A NodePool of kwok nodes of `cpu` CPUs of one instance family (the shape admission reads from its
-    requirements), within `limits`, consolidating nodes empty or underused after `consolidate_after`."""
+    requirements), within `limits`, consolidating nodes empty or underused after `consolidate_after`,
+    at most `disruption_budget` of them at once (Karpenter's default, 10%, takes back one node of ten at a
+    time)."""
     requirements = [
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
@@ -72,7 +75,11 @@ def node_pool(
                 **({"taints": [dict(t) for t in taints]} if taints else {}),
             },
         },
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": consolidate_after},
+        "disruption": {
+            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            "consolidateAfter": consolidate_after,
+            **({"budgets": [{"nodes": disruption_budget}]} if disruption_budget else {}),
+        },
     }
     if limits:
         spec["limits"] = dict(limits)
