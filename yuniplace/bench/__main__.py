@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from yuniplace.bench import autoscaling, campaign, controlplane, nativegate, report, scale, scenarios, topology
+from yuniplace.bench.kueue import KueueManager
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
@@ -29,6 +30,7 @@ from yuniplace.localcluster.build import (
 )
 from yuniplace.localcluster.cluster import ClusterError
 from yuniplace.localcluster.components import Features
+from yuniplace.localcluster.kueue import ensure_kueue
 
 SCENARIOS = (
     "control-plane",
@@ -189,6 +191,16 @@ def parser() -> argparse.ArgumentParser:
         help="also measure Apache YuniKorn's scheduler in scenarios 1 and 2 (default: on, off with --quick)",
     )
     peer.add_argument("--no-yunikorn", dest="yunikorn", action="store_false")
+    queued = root.add_mutually_exclusive_group()
+    queued.add_argument(
+        "--kueue",
+        dest="kueue",
+        action="store_true",
+        default=None,
+        help="also measure Kueue (its pod groups, admitted against a ClusterQueue, kube-scheduler binding) in "
+        "scenarios 1 and 2 (default: on, off with --quick)",
+    )
+    queued.add_argument("--no-kueue", dest="kueue", action="store_false")
     return root
 
 
@@ -233,6 +245,7 @@ def run_all(
     kubernetes: str = DEFAULT_KUBERNETES,
     campaigns: Sequence[campaign.Campaign] = (),
     profiled: bool = False,
+    kueue: bool = False,
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
@@ -248,6 +261,9 @@ def run_all(
         )
 
     binaries = ensure_built(kubernetes, quiet=True)
+    peers = {"gang-size", "arrivals"} & set(chosen)
+    # Built before any cluster starts: a build that fails says so at once, not after an hour's run.
+    kueue_build = ensure_kueue() if kueue and peers else None
     if {"gang-size", "arrivals", "cost", "decode"} & set(chosen):
         cluster = LocalCluster("bench")
         # With the Workload API on, scenario 1 also measures kube-scheduler's own gang plugin.
@@ -347,6 +363,20 @@ def run_all(
                             row["yunikorn_s"] = peer["gang_s"][row["members"]]
                     if result["scenario"] == "arrivals":
                         result["yunikorn"] = peer["arrivals"]
+            if kueue_build is not None:
+                progress(f"1-2. the same with Kueue {kueue_build.version}'s pod groups")
+                with KueueManager(cluster, kueue_build, out_dir / "kueue", log_dir / "kueue.log") as manager:
+                    peer = scenarios.kueue_peer(
+                        cluster, sizes.gang_sizes, sizes.repeats, sizes.apps, sizes.app_members, sizes.arrival_rate
+                    )
+                results.append({"scenario": "kueue", **manager.given})
+                for result in results:
+                    if result["scenario"] == "gang-size":
+                        for row in result["rows"]:
+                            row["kueue_s"] = peer["gang_s"][row["members"]]
+                    if result["scenario"] == "arrivals":
+                        result["kueue"] = peer["arrivals"]
+                results.save()
             if "cost" in chosen:
                 # A fresh controller process, so its memory is that of the managed pods alone.
                 with ControllerUnderTest(
@@ -480,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.kubernetes,
             campaigns,
             args.profile,
+            args.kueue if args.kueue is not None else not args.quick,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)

@@ -48,6 +48,7 @@ def gang_size_table(result: dict[str, Any]) -> str:
     rows = result["rows"]
     always = all("placeholders" in row for row in rows)
     peer = all("yunikorn_s" in row for row in rows)
+    queued = all("kueue_s" in row for row in rows)
     native = all("native_s" in row for row in rows)
     header = "| M | plain kube-scheduler, s | yuniplace, s | ratio |"
     rule = "| ---: | ---: | ---: | ---: |"
@@ -56,6 +57,9 @@ def gang_size_table(result: dict[str, Any]) -> str:
         rule += " ---: | ---: |"
     if peer:
         header += " YuniKorn, s | yuniplace / YuniKorn |"
+        rule += " ---: | ---: |"
+    if queued:
+        header += " Kueue, s | yuniplace / Kueue |"
         rule += " ---: | ---: |"
     if native:
         header += " kube-scheduler's gang plugin, s | gang plugin / plain |"
@@ -79,6 +83,8 @@ def gang_size_table(result: dict[str, Any]) -> str:
             line += f" {other['yuniplace_s']} | {other['ratio']} |"
         if peer:
             line += f" {row['yunikorn_s']} | {row['yuniplace_s'] / row['yunikorn_s']:.2f} |"
+        if queued:
+            line += f" {row['kueue_s']} | {row['yuniplace_s'] / row['kueue_s']:.2f} |"
         if native:
             line += f" {row['native_s']} | {row['native_s'] / row['baseline_s']:.2f} |"
         if admitted:
@@ -102,6 +108,12 @@ def gang_size_table(result: dict[str, Any]) -> str:
             else ""
         )
         + ("; YuniKorn's scheduler schedules the same gang with its own annotations" if peer else "")
+        + (
+            "; Kueue admits the same pods as one pod group of its own (its labels, its gate, a ClusterQueue "
+            "with the cluster's quota) and kube-scheduler binds them"
+            if queued
+            else ""
+        )
         + (
             "; kube-scheduler's own gang plugin binds the same pods as one native pod group (the Workload API), "
             "which yuniplace only watches"
@@ -161,10 +173,14 @@ def arrivals_table(result: dict[str, Any]) -> str:
     ]
     if "yunikorn" in result:
         lines.append(row("YuniKorn", result["yunikorn"]))
+    if "kueue" in result:
+        lines.append(row("Kueue", result["kueue"]))
     keys = ("p50_s", "p95_s", "p99_s", "pods_per_s")
     lines.append("| yuniplace / plain | " + " | ".join(ratio(k, base) for k in keys) + " |")
     if "yunikorn" in result:
         lines.append("| yuniplace / YuniKorn | " + " | ".join(ratio(k, result["yunikorn"]) for k in keys) + " |")
+    if "kueue" in result:
+        lines.append("| yuniplace / Kueue | " + " | ".join(ratio(k, result["kueue"]) for k in keys) + " |")
     if "reaction_ms_p50" in gang:
         lines += [
             "",
@@ -243,6 +259,8 @@ def chart(result: dict[str, Any], path: Path) -> None:
     axes.plot(sizes, [row["yuniplace_s"] for row in rows], marker="s", label="yuniplace gang")
     if all("yunikorn_s" in row for row in rows):
         axes.plot(sizes, [row["yunikorn_s"] for row in rows], marker="^", label="YuniKorn gang")
+    if all("kueue_s" in row for row in rows):
+        axes.plot(sizes, [row["kueue_s"] for row in rows], marker="D", label="Kueue pod group")
     axes.set_xscale("log")
     axes.set_xlabel("gang size M (pods)")
     axes.set_ylabel("first pod created → all M bound (s)")
@@ -341,6 +359,11 @@ def targets_table(results: list[dict[str, Any]]) -> str:
             checks.append(
                 ("from a gang's last member created to its first gate lifted, p50", "< 20 ms", reaction, reaction < 20)
             )
+        if "kueue" in by_name["arrivals"]:
+            peer = by_name["arrivals"]["kueue"]
+            ahead = all(gang[key] < peer[key] for key in ("p50_s", "p99_s"))
+            measured = f"{gang['p50_s']} / {peer['p50_s']}, {gang['p99_s']} / {peer['p99_s']} s"
+            checks.append(("p50 and p99 under arrivals ahead of Kueue (yuniplace / Kueue)", "<", measured, ahead))
     if "gang-size" in by_name:
         largest = by_name["gang-size"]["rows"][-1]
         name = f"one gang of {largest['members']} against plain kube-scheduler"
@@ -349,6 +372,17 @@ def targets_table(results: list[dict[str, Any]]) -> str:
             ratio = largest["placeholders"]["ratio"]
             checks.append((f"{name}, `--placeholders=always`", "≤ 2.2×", ratio, ratio <= 2.2))
         rows = by_name["gang-size"]["rows"]
+        if all("kueue_s" in row for row in rows):
+            worst = max(rows, key=lambda row: row["yuniplace_s"] / row["kueue_s"])
+            ratio = round(worst["yuniplace_s"] / worst["kueue_s"], 2)
+            checks.append(
+                (
+                    f"yuniplace's direct start ahead of Kueue on every size (worst: M={worst['members']})",
+                    "< 1×",
+                    ratio,
+                    all(row["yuniplace_s"] < row["kueue_s"] for row in rows),
+                )
+            )
         if all("native_admitted_vs_alone" in row for row in rows):
             worst = max(rows, key=lambda row: row["native_admitted_vs_alone"])
             ratio = worst["native_admitted_vs_alone"]
@@ -464,10 +498,39 @@ def autoscaling_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kueue_table(result: dict[str, Any]) -> str:
+    """What Kueue was given in scenarios 1 and 2, so its figures can be read fairly and measured again."""
+    settings = result["configuration"]
+    waiting = settings["waitForPodsReady"]
+    client = settings["clientConnection"]
+    quota = ", ".join(f"{name} {amount}" for name, amount in result["quota"].items())
+    rows = [
+        ("Kueue", f"{result['version']} (its manager built from its Go module, run out of cluster)"),
+        (
+            "integration",
+            f"{', '.join(settings['integrations']['frameworks'])}: pod groups "
+            "(`kueue.x-k8s.io/pod-group-name`, `pod-group-total-count`)",
+        ),
+        (
+            "waitForPodsReady",
+            f"on: timeout {waiting['timeout']}, blockAdmission {str(waiting['blockAdmission']).lower()}, "
+            f"recoveryTimeout {waiting['recoveryTimeout']}",
+        ),
+        ("ClusterQueue", f"one, every namespace, one ResourceFlavor, nominal quota {quota} (the whole cluster)"),
+        ("LocalQueue", "one per namespace of a run, Active before the clock starts"),
+        ("client", f"{client['qps']} QPS, burst {client['burst']}, as its deployment ships"),
+        ("concurrency", ", ".join(f"{k} {v}" for k, v in settings["controller"]["groupKindConcurrency"].items())),
+    ]
+    lines = ["### Kueue: what it was given", "", "| | |", "| --- | --- |"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
     "autoscaling": autoscaling_table,
     "control-plane": control_plane_table,
     "gang-size": gang_size_table,
+    "kueue": kueue_table,
     "arrivals": arrivals_table,
     "contention": contention_table,
     "cost": cost_table,

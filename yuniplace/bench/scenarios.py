@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
-from yuniplace.bench import decode
+from yuniplace.bench import decode, kueue
 from yuniplace.bench.pods import PodTimeline
 from yuniplace.bench.subjects import (
     MEMBER_LABEL,
@@ -51,14 +51,19 @@ def time_to_bound(
     objects: Sequence[tuple[str, dict[str, Any]]] = (),
     sample: Callable[[], dict[str, float]] | None = None,
     labels: Mapping[str, str] | None = None,
+    setup: Callable[[str], None] | None = None,
 ) -> Run:
     """Time from the first pod's creation to the last one bound (all created at once), and with
-    `sample` (CPU seconds used so far by each process) what each process used in that time. `objects`
-    (API path under the namespace, object) are created first, untimed; `settle` runs before the
-    namespace is deleted (e.g. to let the controller post its last events). `labels`: the namespace's
-    (a webhook's selector)."""
+    `sample` (CPU seconds used so far by each process) what each process used in that time. `setup`
+    creates the namespace (by default an empty one, with `labels`: a webhook's selector; a peer may
+    need its queue there first); `objects` (API path under the namespace, object) are created next,
+    untimed; `settle` runs before the namespace is deleted (e.g. to let the controller post its last
+    events)."""
     client = cluster.client()
-    cluster.create_namespace(namespace, labels=dict(labels or {}))
+    if setup is None:
+        cluster.create_namespace(namespace, labels=dict(labels or {}))
+    else:
+        setup(namespace)
     try:
         for path, body in objects:
             client.create(path.format(namespace=namespace), body)
@@ -252,10 +257,12 @@ def arrivals(
     rate_per_s: float,
     make: Callable[[str], Pods],
     timeout_s: float,
+    setup: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Applications of `members` pods arriving at a steady rate; per-application start latency."""
+    """Applications of `members` pods arriving at a steady rate; per-application start latency. `setup`
+    creates the namespace, as for `time_to_bound`."""
     client = cluster.client()
-    cluster.create_namespace(namespace)
+    (setup or cluster.create_namespace)(namespace)
     try:
         with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline, ThreadPoolExecutor(8) as pool:
             created: dict[str, float] = {}
@@ -351,6 +358,41 @@ def yunikorn_peer(
         rate_per_s,
         lambda app: yunikorn_gang(app, members),
         60 + apps / rate_per_s * 3,
+    )
+    return {"gang_s": gang_s, "arrivals": arrivals_found}
+
+
+def kueue_peer(
+    cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int, rate_per_s: float
+) -> dict[str, Any]:
+    """Scenarios 1 and 2 for Kueue (its manager must be running): the same pods as Kueue's pod groups,
+    each run in a namespace of its own with its LocalQueue, Active before the clock starts."""
+
+    def setup(namespace: str) -> None:
+        kueue.managed_namespace(cluster, namespace)
+
+    gang_s = {}
+    for size in sizes:
+        runs = [
+            time_to_bound(
+                cluster,
+                f"kq-gang-{size}-{attempt}",
+                kueue.kueue_gang(f"kq-{size}-{attempt}", size),
+                max(120.0, size * 0.5),
+                setup=setup,
+            ).seconds
+            for attempt in range(repeats)
+        ]
+        gang_s[size] = round(statistics.median(runs), 2)
+    arrivals_found = arrivals(
+        cluster,
+        "arrivals-kq",
+        apps,
+        members,
+        rate_per_s,
+        lambda app: kueue.kueue_gang(app, members),
+        60 + apps / rate_per_s * 3,
+        setup=setup,
     )
     return {"gang_s": gang_s, "arrivals": arrivals_found}
 

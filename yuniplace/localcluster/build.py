@@ -287,6 +287,7 @@ class Operator:
     binary: Path
     version: str
     crds: list[Path]  # the CustomResourceDefinitions it serves, from its module
+    root: Path  # the module's folder in the module cache: its other manifests (webhooks, say)
 
 
 def ensure_operator(
@@ -323,4 +324,4 @@ def ensure_operator(
     crds = [crd for folder in crd_folders for crd in sorted((root / folder).glob("*.yaml"))]
     if not crds:
         raise BuildError(f"no CustomResourceDefinitions in {', '.join(str(root / f) for f in crd_folders)}")
-    return Operator(bin_dir / binary, version, crds)
+    return Operator(bin_dir / binary, version, crds, root)

@@ -1,12 +1,14 @@
 """The operators users submit gangs through, built from their Go modules for the end-to-end tests that
 run them out of cluster against the local control plane: the Kubeflow spark-operator and KubeRay's
-operator. Each is pinned by a module of its own under controlplane/ and cached like the control plane
+operator (and, built with them, the autoscaler and Kueue, which the tests and the bench run the same
+way). Each is pinned by a module of its own under controlplane/ and cached like the control plane
 (by a hash of its go.mod and go.sum); its CustomResourceDefinitions come from the same module."""
 
 from __future__ import annotations
 
 from yuniplace.localcluster.build import BuildError, Operator, ensure_operator
 from yuniplace.localcluster.karpenter import ensure_karpenter
+from yuniplace.localcluster.kueue import ensure_kueue
 
 SPARK_OPERATOR_MODULE = "github.com/kubeflow/spark-operator/v2"
 KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
@@ -33,10 +35,10 @@ def ensure_kuberay(*, quiet: bool = False) -> Operator:
 
 
 def main() -> int:
-    """`python -m yuniplace.localcluster.operators`: build (or find) every operator, and the autoscaler,
-    and print their paths."""
+    """`python -m yuniplace.localcluster.operators`: build (or find) every operator, the autoscaler and
+    Kueue, and print their paths."""
     try:
-        for operator in (ensure_spark_operator(), ensure_kuberay(), ensure_karpenter()):
+        for operator in (ensure_spark_operator(), ensure_kuberay(), ensure_karpenter(), ensure_kueue()):
             print(operator.binary)
     except BuildError as error:
         print(f"operators: {error}")

@@ -1,0 +1,216 @@
+"""What Kueue is given as the bench's peer: its Configuration, its webhook configurations made from its
+module's manifests (called on loopback), its queues, the pods of a group, and how the report shows it."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.builders import node
+from yuniplace.bench import report
+from yuniplace.bench.kueue import cluster_quota, kueue_gang
+from yuniplace.bench.subjects import MEMBER_LABEL, gang
+from yuniplace.gang import keys
+from yuniplace.localcluster import kueue as kq
+
+
+def _webhook(name: str, path: str, group: str, resource: str, operations: list[str]) -> dict[str, Any]:
+    """One webhook as Kueue's config/components/webhook/manifests.yaml writes it (a Service to call)."""
+    return {
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"name": "webhook-service", "namespace": "system", "path": path}},
+        "failurePolicy": "Fail",
+        "name": name,
+        "rules": [{"apiGroups": [group], "apiVersions": ["v1"], "operations": operations, "resources": [resource]}],
+        "sideEffects": "None",
+    }
+
+
+# The shape of Kueue v0.17's manifests: pod webhooks, webhooks of its own objects, and of other frameworks.
+MANIFESTS = [
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "mutating-webhook-configuration"},
+        "webhooks": [
+            _webhook(
+                "mappwrapper.kb.io",
+                "/mutate-workload-codeflare-dev-v1beta2-appwrapper",
+                "workload.codeflare.dev",
+                "appwrappers",
+                ["CREATE"],
+            ),
+            _webhook(
+                "mclusterqueue.kb.io",
+                "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue",
+                "kueue.x-k8s.io",
+                "clusterqueues",
+                ["CREATE"],
+            ),
+            _webhook("mjob.kb.io", "/mutate-batch-v1-job", "batch", "jobs", ["CREATE"]),
+            _webhook("mpod.kb.io", "/mutate--v1-pod", "", "pods", ["CREATE"]),
+            _webhook(
+                "mworkload.kb.io", "/mutate-kueue-x-k8s-io-v1beta2-workload", "kueue.x-k8s.io", "workloads", ["CREATE"]
+            ),
+        ],
+    },
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "validating-webhook-configuration"},
+        "webhooks": [
+            _webhook("vdeployment.kb.io", "/validate-apps-v1-deployment", "apps", "deployments", ["CREATE", "UPDATE"]),
+            _webhook("vpod.kb.io", "/validate--v1-pod", "", "pods", ["CREATE", "UPDATE"]),
+            _webhook(
+                "vcohort.kb.io",
+                "/validate-kueue-x-k8s-io-v1beta2-cohort",
+                "kueue.x-k8s.io",
+                "cohorts",
+                ["CREATE", "UPDATE"],
+            ),
+        ],
+    },
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "webhook-service"}},
+]
+CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_the_configuration_runs_kueue_on_loopback_with_the_pod_integration_and_wait_for_pods_ready() -> None:
+    settings = kq.configuration(webhook_port=9443, cert_dir=Path("/work/certs"), metrics_port=8443, health_port=8081)
+    assert (settings["apiVersion"], settings["kind"]) == ("config.kueue.x-k8s.io/v1beta2", "Configuration")
+    assert settings["webhook"] == {"port": 9443, "host": "127.0.0.1", "certDir": "/work/certs"}
+    assert settings["metrics"]["bindAddress"] == "127.0.0.1:8443"
+    assert settings["health"]["healthProbeBindAddress"] == "127.0.0.1:8081"
+    assert settings["leaderElection"] == {"leaderElect": False}
+    assert settings["internalCertManagement"] == {"enable": False}
+    assert settings["integrations"]["frameworks"] == ["pod"]
+    assert settings["managedJobsNamespaceSelector"] == {"matchLabels": {kq.MANAGED_NAMESPACE_LABEL: "true"}}
+    assert settings["manageJobsWithoutQueueName"] is False
+    # waitForPodsReady is on by being there (v1beta2 has no enable field); admission is not blocked.
+    assert settings["waitForPodsReady"]["timeout"] == "5m" and settings["waitForPodsReady"]["blockAdmission"] is False
+    # As Kueue's deployment ships them.
+    assert settings["clientConnection"] == {"qps": 50, "burst": 100}
+    assert settings["controller"]["groupKindConcurrency"]["Pod"] == 5
+    assert settings["featureGates"] == {"VisibilityOnDemand": False}
+
+
+def test_the_configurations_are_separate_objects() -> None:
+    """A caller changing one run's Configuration never changes the next one's."""
+    first = kq.configuration(webhook_port=1, cert_dir=Path("/a"), metrics_port=2, health_port=3)
+    first["waitForPodsReady"]["requeuingStrategy"]["backoffBaseSeconds"] = 1
+    first["controller"]["groupKindConcurrency"]["Pod"] = 50
+    second = kq.configuration(webhook_port=1, cert_dir=Path("/a"), metrics_port=2, health_port=3)
+    assert second["waitForPodsReady"]["requeuingStrategy"]["backoffBaseSeconds"] == 60
+    assert second["controller"]["groupKindConcurrency"]["Pod"] == 5
+
+
+def test_webhook_configurations_keep_the_pod_webhooks_and_kueues_own_called_on_loopback() -> None:
+    made = kq.webhook_configurations(MANIFESTS, "https://127.0.0.1:9443/", CA)
+    assert [(c["kind"], c["metadata"]["name"]) for c in made] == [
+        ("MutatingWebhookConfiguration", "kueue-mutating-webhook-configuration"),
+        ("ValidatingWebhookConfiguration", "kueue-validating-webhook-configuration"),
+    ]
+    hooks = {hook["name"]: hook for configuration in made for hook in configuration["webhooks"]}
+    assert set(hooks) == {"mclusterqueue.kb.io", "mpod.kb.io", "mworkload.kb.io", "vpod.kb.io", "vcohort.kb.io"}
+    assert hooks["mpod.kb.io"]["clientConfig"] == {
+        "url": "https://127.0.0.1:9443/mutate--v1-pod",
+        "caBundle": base64.b64encode(CA).decode(),
+    }
+    assert (
+        hooks["vcohort.kb.io"]["clientConfig"]["url"] == "https://127.0.0.1:9443/validate-kueue-x-k8s-io-v1beta2-cohort"
+    )
+    # Pods of other namespaces never call Kueue; its own objects are cluster-wide or its alone.
+    for name in ("mpod.kb.io", "vpod.kb.io"):
+        assert hooks[name]["namespaceSelector"] == {"matchLabels": {kq.MANAGED_NAMESPACE_LABEL: "true"}}
+    assert "namespaceSelector" not in hooks["mclusterqueue.kb.io"]
+    assert all(hook["failurePolicy"] == "Fail" for hook in hooks.values())
+    # The module's manifests are left as they were.
+    assert MANIFESTS[0]["webhooks"][3]["clientConfig"]["service"]["path"] == "/mutate--v1-pod"
+
+
+def test_the_cluster_queue_covers_the_whole_cluster_in_one_flavor() -> None:
+    quota = cluster_quota([node("a", "32", memory="256Gi"), node("b", "32", memory="256Gi", pods="100")])
+    assert quota == {"cpu": "64", "memory": "512Gi", "pods": "210"}
+    queue = kq.cluster_queue(quota)
+    (group,) = queue["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "pods"]
+    assert group["flavors"] == [
+        {
+            "name": kq.FLAVOR,
+            "resources": [
+                {"name": "cpu", "nominalQuota": "64"},
+                {"name": "memory", "nominalQuota": "512Gi"},
+                {"name": "pods", "nominalQuota": "210"},
+            ],
+        }
+    ]
+    assert queue["spec"]["namespaceSelector"] == {}
+    assert kq.local_queue("ns")["spec"] == {"clusterQueue": kq.CLUSTER_QUEUE}
+
+
+def test_a_kueue_gang_is_the_same_pods_as_one_pod_group_with_no_gate_of_yuniplaces() -> None:
+    pods = kueue_gang("app", 3)
+    ours = gang("app", 3)
+    assert [p["metadata"]["name"] for p in pods] == [p["metadata"]["name"] for p in ours]
+    for pod, same in zip(pods, ours, strict=True):
+        assert pod["spec"]["containers"] == same["spec"]["containers"]
+        assert "schedulingGates" not in pod["spec"]
+        assert pod["metadata"]["labels"] == {
+            MEMBER_LABEL: "true",
+            "kueue.x-k8s.io/queue-name": kq.LOCAL_QUEUE,
+            "kueue.x-k8s.io/pod-group-name": "app",
+        }
+        assert pod["metadata"]["annotations"] == {"kueue.x-k8s.io/pod-group-total-count": "3"}
+        assert not any(key.startswith(keys.TASK_GROUPS) for key in pod["metadata"]["annotations"])
+
+
+def _results() -> list[dict[str, Any]]:
+    rows = [
+        {"members": 10, "baseline_s": 0.2, "yuniplace_s": 0.3, "ratio": 1.5, "kueue_s": 0.6},
+        {"members": 50, "baseline_s": 1.0, "yuniplace_s": 1.5, "ratio": 1.5, "kueue_s": 1.2},
+    ]
+    for row in rows:
+        row.update(pod_writes_per_member=1.0, event_writes_per_member=0.1, controller_cpu_s=0.1)
+    figures = {"p50_s": 0.2, "p95_s": 0.3, "p99_s": 0.4, "pods_per_s": 50.0}
+    settings = kq.configuration(webhook_port=1, cert_dir=Path("/c"), metrics_port=2, health_port=3)
+    return [
+        {"scenario": "gang-size", "nodes": 100, "repeats": 1, "rows": rows},
+        {
+            "scenario": "arrivals",
+            "apps": 10,
+            "members": 10,
+            "rate_per_s": 5.0,
+            "baseline": figures,
+            "yuniplace": figures,
+            "kueue": {**figures, "p50_s": 0.5, "p99_s": 0.9},
+        },
+        {"scenario": "kueue", "version": "v0.17.0", "configuration": settings, "quota": {"cpu": "3200"}},
+    ]
+
+
+def test_the_report_shows_kueue_beside_yuniplace_and_says_what_it_was_given() -> None:
+    results = _results()
+    gangs = report.gang_size_table(results[0])
+    assert "| Kueue, s | yuniplace / Kueue |" in gangs
+    assert "| 10 | 0.2 | 0.3 | 1.5 | 0.6 | 0.50 |" in gangs and "| 50 | 1.0 | 1.5 | 1.5 | 1.2 | 1.25 |" in gangs
+    arrivals = report.arrivals_table(results[1])
+    assert "| Kueue | 0.5 | 0.3 | 0.9 | 50.0 |" in arrivals
+    assert "| yuniplace / Kueue | 0.40 | 1.00 | 0.44 | 1.00 |" in arrivals
+    given = report.kueue_table(results[2])
+    assert "| Kueue | v0.17.0" in given and "blockAdmission false" in given and "cpu 3200" in given
+    assert "50 QPS, burst 100" in given
+    targets = report.targets_table(results)
+    # Behind Kueue at M=50: not met, and the worst size is named.
+    assert "| yuniplace's direct start ahead of Kueue on every size (worst: M=50) | < 1× | 1.25 | no |" in targets
+    assert "| p50 and p99 under arrivals ahead of Kueue (yuniplace / Kueue) | < | 0.2 / 0.5, 0.4 / 0.9 s | yes |" in (
+        targets
+    )
+
+
+def test_the_report_of_a_run_with_kueue_writes_its_chart(tmp_path: Path) -> None:
+    markdown = report.write(tmp_path, _results(), {"time": "t", "cpus": 2, "versions": {"kubernetes": "v1.37.2"}})
+    assert "### Kueue: what it was given" in markdown.read_text()
+    assert (tmp_path / "gang-latency.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "results.json").read_text())["results"][2]["version"] == "v0.17.0"
