@@ -5,6 +5,7 @@ read from `kubectl get events -w` until both pods are bound on the nodes admissi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -52,7 +53,10 @@ def test_the_kind_page_commands_run_as_written(images: KindImages, tmp_path: Pat
 
     def flow_told() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"the kind page's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}")
+            raise AssertionError(
+                f"the kind page's commands stopped ({process.returncode}):\n{''.join(lines)[-4000:]}\n"
+                f"what the cluster held then:\n{_release_state(env)}"
+            )
         seen = reasons(list(lines))
         started = [
             line
@@ -69,6 +73,30 @@ def test_the_kind_page_commands_run_as_written(images: KindImages, tmp_path: Pat
         placeholders = [line for _, line in reasons(list(lines)) if "pod/tg-batch-sleep-job-9-" in line]
         assert not placeholders, placeholders  # both pods exist and fit: no placeholder is needed
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # the commands may have stopped by themselves
+            os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)
         KindCluster(name, images).down()
+
+
+def _release_state(env: dict[str, str]) -> str:
+    """The release's pods, their events and the controller's last log lines, for a failed install."""
+    commands = (
+        ["kubectl", "get", "pods", "-A", "-o", "wide"],
+        ["kubectl", "get", "events", "-n", "yuniplace-system", "--sort-by=.lastTimestamp"],
+        [
+            "kubectl",
+            "logs",
+            "-n",
+            "yuniplace-system",
+            "-l",
+            "app.kubernetes.io/name=yuniplace",
+            "--tail=40",
+            "--all-containers",
+        ],
+    )
+    shown = []
+    for command in commands:
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+        shown.append(f"$ {' '.join(command)}\n{run.stdout}{run.stderr}")
+    return "\n".join(shown)[-6000:]
