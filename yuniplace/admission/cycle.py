@@ -90,9 +90,6 @@ class Admission:
         self._clock = clock
         self._metrics = metrics
         self._due = threading.Event()  # something changed since the last cycle
-        # Room or holdings changed since the last cycle (not only a gang asking for its first ticket):
-        # such changes come in bursts, which the next cycle waits COALESCE_S to take in at once.
-        self._bursting = False
         self._cycling = threading.Lock()  # one cycle at a time
         self._lock = threading.Lock()  # the last cycle's results, which workers read
         self._memory = Memory()
@@ -114,7 +111,6 @@ class Admission:
         self.ledger: Ledger | None = None  # what each queue holds, as the last cycle counted it
 
     def capacity_changed(self) -> None:
-        self._bursting = True
         self._due.set()
 
     # -- what reconciles read -------------------------------------------------------------------------
@@ -160,31 +156,30 @@ class Admission:
             reclaiming = {k: r for k, r in self._memory.reclaiming.items() if k != key}
             self._memory = replace(self._memory, reclaiming=reclaiming)
             self._unevictable[key] = self._clock() + UNEVICTABLE_S
-        self.capacity_changed()
+        self._due.set()
 
     # -- the loop ----------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
         """Decide again as soon as something changed or a head's claim runs out. A burst of changes (a
-        gang's pods leaving together) is coalesced for COALESCE_S; a gang asking for its first ticket,
-        its last member just created, is decided at once. Cycles are paced by their own cost (after a
-        cycle of t seconds, the next waits at least t), so admission keeps up with a busy cluster
-        without ever taking more than half a core. A failed cycle is logged and the next one tried:
-        this thread serves every tenant and must never end while the controller runs."""
+        gang's pods leaving together) is coalesced for COALESCE_S, and cycles are paced by their own
+        cost (after a cycle of t seconds, the next waits at least t), so admission keeps up with a
+        busy cluster without ever taking more than half a core. A failed cycle is logged and the next
+        one tried: this thread serves every tenant and must never end while the controller runs."""
         cost = 0.0
         while not stop.is_set():
             lapse = self._next_cycle_at
             woken = self._due.wait(1.0 if lapse is None else min(1.0, max(0.0, lapse - self._clock())))
             if not woken and (lapse is None or self._clock() < lapse):
                 continue
-            if stop.wait(max(COALESCE_S if self._bursting else 0.0, cost)):
+            if stop.wait(max(COALESCE_S, cost)):
                 return
             started = time.monotonic()
             try:
                 self.turn()
             except Exception:
                 log.exception("admission cycle failed; deciding again on the next change")
-                self.capacity_changed()
+                self._due.set()
             cost = time.monotonic() - started
 
     def turn(self) -> bool:
@@ -196,7 +191,6 @@ class Admission:
         if not self._due.is_set() and not timed:
             return False
         self._due.clear()
-        self._bursting = False
         with self._lock:
             idle = not self.waiting and not self._asked and not timed
         if idle:

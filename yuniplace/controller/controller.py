@@ -38,6 +38,7 @@ from yuniplace.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
+MIN_RECONCILE_SPACING_S = 0.01
 MAX_RECONCILE_SPACING_S = 0.1
 # An application's reconciles are spaced by this many times the CPU its last one took: a large gang's
 # thousands of pod events then cost at most a tenth of a core, whatever they are.
@@ -201,13 +202,12 @@ class Controller:
                 self.queue.add(waiter)
         if key is not None:
             # An application reconciled a moment ago waits a little, in proportion to the CPU its last
-            # reconcile took (at most MAX_RECONCILE_SPACING_S): the events of a large gang (a
+            # reconcile took (within MIN/MAX_RECONCILE_SPACING_S): the events of a large gang (a
             # placeholder placed, a member bound, one each) then coalesce into few reconciles instead
-            # of one each, while a small or quiet application (its last member just created) reacts at
-            # once.
+            # of one each, while a small or quiet application reacts at once.
             with self._lock:
                 last, cpu = self._last_reconciled.get(key, (0.0, 0.0))
-            spacing = min(MAX_RECONCILE_SPACING_S, RECONCILE_SPACING_PER_CPU_S * cpu)
+            spacing = min(MAX_RECONCILE_SPACING_S, max(MIN_RECONCILE_SPACING_S, RECONCILE_SPACING_PER_CPU_S * cpu))
             self.queue.add_after(key, spacing - (time.monotonic() - last))
 
     # -- workers -----------------------------------------------------------------------------------
