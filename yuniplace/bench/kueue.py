@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from yuniplace.bench.subjects import delete_namespace, member_pod
+from yuniplace.bench.subjects import delete_namespace, member_pod, stop
 from yuniplace.gang.resources import format_quantity, quantities, total
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import LocalCluster, wait_until
@@ -168,9 +168,4 @@ class KueueManager:
         self.created.clear()
         if self.process is None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
