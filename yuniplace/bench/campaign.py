@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from yuniplace.bench import invariants
 from yuniplace.bench.deployment import Deployment, webhook_process
-from yuniplace.bench.faults import FaultInjector
+from yuniplace.bench.faults import Fault, FaultInjector
 from yuniplace.bench.memory import rss_bytes
 from yuniplace.bench.observer import PodObserver
 from yuniplace.bench.stream import STREAM_LABEL, GangStream
@@ -238,8 +238,121 @@ def leftovers(client: KubeClient) -> dict[str, int]:
     return counts
 
 
+class Settings(Protocol):
+    """What the driver reads of a campaign, wherever it runs."""
+
+    @property
+    def scenario(self) -> str: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def duration_s(self) -> float: ...
+
+    @property
+    def nodes(self) -> int: ...
+
+    @property
+    def grace_s(self) -> float: ...
+
+
+class Injector(Protocol):
+    """What injects a campaign's faults, wherever it runs: from `run(stop)` until stopped, every part it
+    took away back when `run` returns."""
+
+    faults: list[Fault]
+
+    def run(self, stop: threading.Event) -> None: ...
+
+    def counts(self) -> dict[str, int]: ...
+
+
+@dataclass
+class Parts:
+    """What a campaign drives, wherever it runs: the cluster's API, the watch, the stream of gangs, the
+    checker, and what the cluster adds (faults, samples of the controller, its restarts)."""
+
+    client: KubeClient
+    stream: GangStream
+    checker: Checker
+    injector: Injector | None = None
+    sampler: Sampler | None = None
+    controller_restarts: Callable[[], list[dict[str, Any]]] = list
+
+
+def drive(campaign: Settings, parts: Parts, out_dir: Path, report: Callable[[str], None]) -> dict[str, Any]:
+    """The stream, the faults and the samples for the campaign's duration, the invariants checked every
+    CHECK_EVERY_S, then the drain: the figures and violations of the run."""
+    stream, checker, injector, sampler = parts.stream, parts.checker, parts.injector, parts.sampler
+    stop_faults, stop_sampling, stop_stream = threading.Event(), threading.Event(), threading.Event()
+    threads: list[threading.Thread] = []
+    try:
+        if injector is not None:
+            threads.append(threading.Thread(target=injector.run, args=(stop_faults,), name="faults"))
+        if sampler is not None:
+            threads.append(threading.Thread(target=sampler.run, args=(stop_sampling,), name="sampler"))
+        threads.append(threading.Thread(target=stream.run, args=(stop_stream,), name="stream"))
+        for thread in threads:
+            thread.start()
+        started = time.monotonic()
+        deadline = started + campaign.duration_s
+        while (left := deadline - time.monotonic()) > 0:
+            stop_stream.wait(min(CHECK_EVERY_S, left))  # the schedule of checks
+            checker.check()
+        stop_faults.set()
+        if injector is not None:
+            threads[0].join()  # the last fault's parts are back
+        stream.stop_arrivals()
+        report(f"arrivals stopped; waiting up to {DRAIN_S:.0f}s for the last gangs to end")
+        # Checked on the same schedule while the last gangs end, so that the wait is not taken for the
+        # machine standing still (which would widen the last check's grace).
+        drain_deadline = time.monotonic() + DRAIN_S
+        while not stream.settled() and (left := drain_deadline - time.monotonic()) > 0:
+            stop_stream.wait(min(CHECK_EVERY_S, left))
+            checker.check()
+        if not stream.settled():
+            report(f"{len(stream.live())} gang(s) still live after the drain")
+        checker.check()
+        checker.write_traces(out_dir / f"{campaign.scenario}-traces.json")
+        stop_sampling.set()
+        counts = leftovers(parts.client)
+        outcomes = stream.outcomes()
+        result: dict[str, Any] = {
+            "scenario": campaign.scenario,
+            "seed": campaign.seed,
+            "duration_s": campaign.duration_s,
+            "nodes": campaign.nodes,
+            "grace_s": campaign.grace_s,
+            "stalled_s": round(checker.stalled_s, 1),
+            "ran_s": round(time.monotonic() - started, 1),
+            "gangs": sum(outcomes.values()),
+            "outcomes": dict(sorted(outcomes.items())),
+            "checks": checker.checks,
+            "stalls": checker.stalls,
+            "violations": checker.violations(),
+            "controller_restarts": parts.controller_restarts(),
+            "leftovers": counts,
+            "live_after_drain": checker.live(),
+            "samples": sampler.samples if sampler is not None else [],
+            **(sampler.slopes() if sampler is not None else {}),
+        }
+        if injector is not None:
+            result["faults"] = injector.counts()
+            result["fault_log"] = [
+                {"at_s": round(f.at - checker.started, 1), "kind": f.kind, "detail": f.detail, "down_s": f.down_s}
+                for f in injector.faults
+            ]
+        return result
+    finally:
+        for stop in (stop_faults, stop_sampling, stop_stream):
+            stop.set()
+        for thread in threads:
+            thread.join(120)
+
+
 def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dict[str, Any]:
-    """Run the campaign and return its figures and violations."""
+    """Run the campaign on a fresh local cluster and return its figures and violations."""
     report(
         f"{campaign.scenario}: seed {campaign.seed}, {campaign.duration_s / 60:.0f} min, {campaign.nodes} nodes"
         + (f", a fault every {campaign.interval_s[0]:.0f}-{campaign.interval_s[1]:.0f}s" if campaign.faults else "")
@@ -253,8 +366,6 @@ def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dic
     pool = NodePool(count=campaign.nodes, cpu=str(NODE_CPU), memory="32Gi", pods=110)
     cluster = LocalCluster(f"bench-{campaign.scenario}")
     cluster.up([pool], binaries=binaries)
-    stop_faults, stop_sampling, stop_stream = threading.Event(), threading.Event(), threading.Event()
-    threads: list[threading.Thread] = []
     deployment: Deployment | None = None
     observer: PodObserver | None = None
     webhook = None
@@ -302,7 +413,6 @@ def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dic
             report=report,
         )
         checker = Checker(observer, stream, campaign.grace_s, report)
-        sampler = Sampler(deployment)
         injector = None
         if campaign.faults:
             injector = FaultInjector(
@@ -316,68 +426,17 @@ def run(campaign: Campaign, out_dir: Path, report: Callable[[str], None]) -> dic
                 interval_s=campaign.interval_s,
                 report=report,
             )
-            threads.append(threading.Thread(target=injector.run, args=(stop_faults,), name="faults"))
-        threads.append(threading.Thread(target=sampler.run, args=(stop_sampling,), name="sampler"))
-        threads.append(threading.Thread(target=stream.run, args=(stop_stream,), name="stream"))
-        for thread in threads:
-            thread.start()
-        started = time.monotonic()
-        deadline = started + campaign.duration_s
-        while (left := deadline - time.monotonic()) > 0:
-            stop_stream.wait(min(CHECK_EVERY_S, left))  # the schedule of checks
-            checker.check()
-        stop_faults.set()
-        if injector is not None:
-            threads[0].join()  # the last fault's parts are back
-        stream.stop_arrivals()
-        report(f"arrivals stopped; waiting up to {DRAIN_S:.0f}s for the last gangs to end")
-        # Checked on the same schedule while the last gangs end, so that the wait is not taken for the
-        # machine standing still (which would widen the last check's grace).
-        drain_deadline = time.monotonic() + DRAIN_S
-        while not stream.settled() and (left := drain_deadline - time.monotonic()) > 0:
-            stop_stream.wait(min(CHECK_EVERY_S, left))
-            checker.check()
-        if not stream.settled():
-            report(f"{len(stream.live())} gang(s) still live after the drain")
-        checker.check()
-        checker.write_traces(out_dir / f"{campaign.scenario}-traces.json")
-        stop_sampling.set()
-        counts = leftovers(client)
-        outcomes = stream.outcomes()
-        result: dict[str, Any] = {
-            "scenario": campaign.scenario,
-            "seed": campaign.seed,
-            "duration_s": campaign.duration_s,
-            "nodes": campaign.nodes,
-            "grace_s": campaign.grace_s,
-            "stalled_s": round(checker.stalled_s, 1),
-            "ran_s": round(time.monotonic() - started, 1),
-            "gangs": sum(outcomes.values()),
-            "outcomes": dict(sorted(outcomes.items())),
-            "checks": checker.checks,
-            "stalls": checker.stalls,
-            "violations": checker.violations(),
-            "controller_restarts": [
+        replicas = deployment
+
+        def controller_restarts() -> list[dict[str, Any]]:
+            return [
                 {"at_s": round(at - checker.started, 1), "replica": name, "exit_code": code}
-                for at, name, code in deployment.restarts
-            ],
-            "leftovers": counts,
-            "live_after_drain": checker.live(),
-            "samples": sampler.samples,
-            **sampler.slopes(),
-        }
-        if injector is not None:
-            result["faults"] = injector.counts()
-            result["fault_log"] = [
-                {"at_s": round(f.at - checker.started, 1), "kind": f.kind, "detail": f.detail, "down_s": f.down_s}
-                for f in injector.faults
+                for at, name, code in replicas.restarts
             ]
-        return result
+
+        parts = Parts(client, stream, checker, injector, Sampler(deployment), controller_restarts)
+        return drive(campaign, parts, out_dir, report)
     finally:
-        for stop in (stop_faults, stop_sampling, stop_stream):
-            stop.set()
-        for thread in threads:
-            thread.join(120)
         if observer is not None:
             observer.stop()
         if deployment is not None:
