@@ -125,3 +125,81 @@ def test_campaigns_run_only_when_named_with_a_fixed_seed() -> None:
     args = parser().parse_args([])
     assert args.scenario is None and args.seed == campaign.DEFAULT_SEED and args.fault_interval == (20.0, 40.0)
     assert args.duration == 30 * 60
+
+
+REAL_KUBELETS = stream.Workload(
+    image="yuniplace:dev",
+    scale=0.25,
+    programs=True,
+    lost_node_toleration_s=30,
+    policies=("restart", "release", "none"),
+    draws_replacement=True,
+    ready_timeout_s=60,
+    recovery_timeout_s=30,
+)
+
+
+def test_on_real_kubelets_members_run_a_program_sized_for_the_nodes_and_tolerate_a_lost_node_briefly() -> None:
+    rng = random.Random("stream-24")
+    drawn = [stream.draw(rng, index, NAMESPACES, REAL_KUBELETS) for index in range(200)]
+    assert {p.on_loss for p in drawn if p.kind == "job" and p.lifetime_s is not None} == {"restart", "release", "none"}
+    assert {p.replaces_at_once for p in drawn if p.kind == "job"} == {True, False}
+    plan = next(p for p in drawn if p.kind == "job" and p.lifetime_s is not None and p.on_loss == "release")
+    [(_, job), *_] = stream.manifests(plan, REAL_KUBELETS)
+    pod = job["spec"]["template"]
+    [container] = pod["spec"]["containers"]
+    assert container["image"] == "yuniplace:dev"
+    assert container["command"][:2] == ["sh", "-c"] and f"sleep {plan.lifetime_s:.0f}" in container["command"][2]
+    assert container["resources"]["requests"] == {
+        "cpu": stream.scaled(plan.groups[0].cpu, 0.25),
+        "memory": stream.scaled(plan.groups[0].memory, 0.25),
+    }
+    assert {(t["key"], t["tolerationSeconds"]) for t in pod["spec"]["tolerations"]} == {
+        ("node.kubernetes.io/unreachable", 30),
+        ("node.kubernetes.io/not-ready", 30),
+    }
+    notes = pod["metadata"]["annotations"]
+    assert "kwok.yuniplace.io/completes" not in notes
+    assert (notes[keys.ON_MEMBER_LOST], notes[keys.RECOVERY_TIMEOUT], notes[keys.READY_TIMEOUT]) == (
+        "release",
+        "30",
+        "60",
+    )
+    groups = json.loads(notes[keys.TASK_GROUPS])
+    assert all(g["tolerations"] == pod["spec"]["tolerations"] for g in groups)  # placeholders leave with them
+    assert ("podFailurePolicy" in job["spec"]) is not plan.replaces_at_once
+    gang = plan.gang(REAL_KUBELETS)
+    assert (gang.on_loss, gang.recovery_timeout_s, gang.ready_timeout_s) == ("release", 30.0, 60.0)
+    instant = next(p for p in drawn if p.kind == "job" and p.lifetime_s is None)
+    assert stream.manifests(instant, REAL_KUBELETS)[0][1]["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "true"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("quantity", "scale", "result"),
+    [("500m", 0.25, "125m"), ("2", 0.25, "500m"), ("12", 0.25, "3000m"), ("1Gi", 0.25, "256Mi"), ("1", 1.0, "1")],
+)
+def test_quantities_scale_for_smaller_nodes(quantity: str, scale: float, result: str) -> None:
+    assert stream.scaled(quantity, scale) == result
+
+
+def test_a_broken_group_names_an_image_no_node_can_pull() -> None:
+    plan = stream.GangPlan(
+        app="p",
+        namespace="team-a",
+        kind="job",
+        style="Soft",
+        timeout_s=60,
+        groups=[stream.Group("workers", 2, "1", "1Gi"), stream.Group("ps", 1, "1", "1Gi")],
+        fits=True,
+        lifetime_s=60.0,
+        delete_after_s=None,
+        on_loss="restart",
+        broken_group="ps",
+    )
+    images = {
+        job["metadata"]["name"]: job["spec"]["template"]["spec"]["containers"][0]["image"]
+        for _, job in stream.manifests(plan, REAL_KUBELETS)
+    }
+    assert images == {"p-workers": "yuniplace:dev", "p-ps": stream.BROKEN_IMAGE}

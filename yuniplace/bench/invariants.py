@@ -106,6 +106,9 @@ class Gang:
     groups: Mapping[str, int]  # minMember by task group
     originator: str | None = None  # the pod that carries the task groups, where only one does
     restarts_on_loss: bool = False  # it asks to be restarted whole when it loses a member
+    on_loss: str | None = None  # what it asks on a lost member (restart, release, none), where it asks
+    recovery_timeout_s: float = 60.0  # how long a `release` gang may stay below its minimum
+    ready_timeout_s: float = 300.0  # how long a bound member may go without being Ready
 
 
 @dataclass(frozen=True)

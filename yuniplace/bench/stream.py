@@ -4,6 +4,10 @@ and Jobs whose every pod carries the task groups (Soft); in two teams' namespace
 from and reclaim from each other; some too large for any node. Each gang runs for a while and ends as
 its program would, and some are deleted partway. Everything drawn from one seeded generator.
 
+Where the pods run is the stream's workload: kwok's nodes (nothing runs; the stream ends a gang by
+setting its pods Succeeded) or real kubelets (each member runs a program that ends by itself, sized for
+the smaller nodes, asking the policies drawn for it on a lost member).
+
 The stream knows what it did on purpose (which gangs and pods it deleted, and when), for the
 invariants to tell its deletions from anyone else's, and what became of each gang."""
 
@@ -24,6 +28,7 @@ from typing import Any
 from yuniplace.bench.invariants import EVICTED, FELL_BACK, Gang, PodTrace
 from yuniplace.bench.observer import PodObserver
 from yuniplace.gang import keys
+from yuniplace.gang.onloss import LossPolicy
 from yuniplace.kube import ApiError, KubeClient, NotFound
 from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 
@@ -38,6 +43,50 @@ CREATE_WORKERS = 4
 CLEANUP_AFTER_S = 20.0
 ABANDON_AFTER_S = 900.0
 JOB_TTL_S = 30
+# On real kubelets, a Job that replaces a pod as soon as it is being deleted counts each eviction against
+# its backoffLimit: room for every restart its gang may ask.
+REPLACING_BACKOFF_LIMIT = 100
+# What the members of a plan's broken group name: no node has it and no registry answers, so the kubelet
+# fails to pull it (ErrImagePull, then ImagePullBackOff) for as long as the pod lives.
+BROKEN_IMAGE = "yuniplace.local/no-such-image:0"
+LOST_NODE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How the stream's gangs run on the nodes of the campaign's cluster. The default is kwok's: no
+    program runs, a long-running Job pod is kept running by an annotation kwok reads, and the stream
+    ends a gang by setting its pods Succeeded."""
+
+    image: str = "busybox"
+    # Every request and minResource scaled by this: the stream's sizes are for nodes of 8 CPUs.
+    scale: float = 1.0
+    # Members run a program (a shell sleeping the gang's lifetime, exiting 1 on SIGTERM) that ends by
+    # itself: real kubelets.
+    programs: bool = False
+    # How long a gang's pods tolerate their node NotReady or unreachable (None: Kubernetes' 300 s).
+    lost_node_toleration_s: int | None = None
+    # What a long-running Job asks on a lost member, one drawn for each; kwok's always restart.
+    policies: tuple[str, ...] = ("restart",)
+    # Whether each Job draws how it replaces a pod: once the pod ended (its podFailurePolicy ignores
+    # evictions, as the guide recommends), or as soon as it is being deleted (no podFailurePolicy, a
+    # high backoffLimit); else every Job has the podFailurePolicy.
+    draws_replacement: bool = False
+    ready_timeout_s: int | None = None  # yuniplace.io/ready-timeout-seconds, else the controller's
+    recovery_timeout_s: int | None = None  # yuniplace.io/recovery-timeout-seconds of `release` gangs
+
+
+KWOK = Workload()
+
+
+def scaled(quantity: str, scale: float) -> str:
+    """A CPU ("500m", "2") or memory ("1Gi") quantity of the stream's, times `scale`."""
+    if scale == 1.0:
+        return quantity
+    if quantity.endswith("Gi"):
+        return f"{round(float(quantity[:-2]) * 1024 * scale)}Mi"
+    millis = float(quantity[:-1]) if quantity.endswith("m") else float(quantity) * 1000
+    return f"{round(millis * scale)}m"
 
 
 class Outcome:
@@ -75,6 +124,9 @@ class GangPlan:
     fits: bool
     lifetime_s: float | None  # how long it runs once whole; None: its Jobs' pods complete at once
     delete_after_s: float | None  # deleted this long after its creation, partway
+    on_loss: str | None = None  # what it asks on a lost member (yuniplace.io/on-member-lost), if anything
+    replaces_at_once: bool = False  # its Jobs replace a pod being deleted at once (no podFailurePolicy)
+    broken_group: str | None = None  # the members of this group name an image that cannot be pulled
     created_at: float = 0.0
     all_running_at: float | None = None
     finished: bool = False  # its pods were told to succeed
@@ -97,15 +149,26 @@ class GangPlan:
     @property
     def restarts_on_loss(self) -> bool:
         """Long-running Jobs (a training job, say) ask to be restarted whole when they lose a member."""
-        return self.kind == "job" and self.lifetime_s is not None
+        return self.on_loss == "restart"
 
-    def gang(self) -> Gang:
+    def gang(self, workload: Workload = KWOK) -> Gang:
         minimums = {g.name: g.count for g in self.groups}
-        return Gang(self.key, self.style, float(self.timeout_s), minimums, self.originator, self.restarts_on_loss)
+        return Gang(
+            self.key,
+            self.style,
+            float(self.timeout_s),
+            minimums,
+            self.originator,
+            self.restarts_on_loss,
+            on_loss=self.on_loss,
+            recovery_timeout_s=float(workload.recovery_timeout_s or LossPolicy().recovery_timeout_s),
+            ready_timeout_s=float(workload.ready_timeout_s or LossPolicy().ready_timeout_s),
+        )
 
 
-def draw(rng: random.Random, index: int, namespaces: Sequence[str]) -> GangPlan:
-    """The `index`th gang of the stream."""
+def draw(rng: random.Random, index: int, namespaces: Sequence[str], workload: Workload = KWOK) -> GangPlan:
+    """The `index`th gang of the stream. What another workload draws besides kwok's comes last, and
+    only for it: kwok's stream draws the same gangs whatever the other workloads draw."""
     kind = "pods" if rng.random() < 0.6 else "job"
     fits = rng.random() >= 0.08
     big = "12"  # more CPU than any node has: it fits nowhere
@@ -121,7 +184,7 @@ def draw(rng: random.Random, index: int, namespaces: Sequence[str]) -> GangPlan:
         if rng.random() < 0.3:
             groups.append(Group("ps", rng.randint(1, 2), "1", "1Gi"))
     instant = kind == "job" and rng.random() < 0.5
-    return GangPlan(
+    plan = GangPlan(
         app=f"g{index:04d}-{kind}",
         namespace=rng.choice(list(namespaces)),
         kind=kind,
@@ -132,15 +195,48 @@ def draw(rng: random.Random, index: int, namespaces: Sequence[str]) -> GangPlan:
         lifetime_s=None if instant else rng.uniform(20.0, 90.0),
         delete_after_s=rng.uniform(5.0, 60.0) if rng.random() < 0.08 else None,
     )
+    if kind == "job" and not instant:
+        # Long-running Jobs (a training job, say) ask what to do when they lose a member.
+        policies = workload.policies
+        plan.on_loss = policies[0] if len(policies) == 1 else rng.choice(policies)
+    if kind == "job" and workload.draws_replacement:
+        plan.replaces_at_once = rng.random() < 0.5
+    return plan
 
 
-def _task_groups(plan: GangPlan) -> str:
-    return json.dumps(
-        [{"name": g.name, "minMember": g.count, "minResource": {"cpu": g.cpu, "memory": g.memory}} for g in plan.groups]
-    )
+def _tolerations(workload: Workload) -> list[dict[str, Any]]:
+    if workload.lost_node_toleration_s is None:
+        return []
+    return [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": workload.lost_node_toleration_s}
+        for key in LOST_NODE_TAINTS
+    ]
 
 
-def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool) -> dict[str, Any]:
+def _task_groups(plan: GangPlan, workload: Workload = KWOK) -> str:
+    groups: list[dict[str, Any]] = [
+        {
+            "name": g.name,
+            "minMember": g.count,
+            "minResource": {"cpu": scaled(g.cpu, workload.scale), "memory": scaled(g.memory, workload.scale)},
+        }
+        for g in plan.groups
+    ]
+    if tolerations := _tolerations(workload):  # placeholders leave a lost node as the members do
+        for group in groups:
+            group["tolerations"] = tolerations
+    return json.dumps(groups)
+
+
+def _program(plan: GangPlan) -> list[str]:
+    """What a member runs on a real kubelet: its gang's lifetime asleep (a Job that completes at once,
+    nothing), ending with 1 when told to stop (SIGTERM), as a program that did not finish its work."""
+    if plan.lifetime_s is None:
+        return ["true"]
+    return ["sh", "-c", f'trap "exit 1" TERM; sleep {plan.lifetime_s:.0f} & wait $!']
+
+
+def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool, workload: Workload = KWOK) -> dict[str, Any]:
     """Labels, annotations and spec of one pod of the gang, as its submitter writes them (the webhook
     adds the gate)."""
     notes = {
@@ -149,37 +245,44 @@ def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool) -> dict
         f"gangSchedulingStyle={plan.style}",
     }
     if carries_groups:
-        notes[keys.TASK_GROUPS] = _task_groups(plan)
-    if plan.kind == "job" and plan.lifetime_s is not None:
+        notes[keys.TASK_GROUPS] = _task_groups(plan, workload)
+    if plan.kind == "job" and plan.lifetime_s is not None and not workload.programs:
         notes[KEEPS_RUNNING_ANNOTATION] = "never"
-    if plan.restarts_on_loss:
-        notes[keys.ON_MEMBER_LOST] = "restart"
-    requests = {"cpu": group.cpu, "memory": group.memory}
-    return {
-        "metadata": {"labels": {APP_LABEL: plan.app, STREAM_LABEL: "true"}, "annotations": notes},
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": requests}}
-            ],
-        },
+    if plan.on_loss is not None:
+        notes[keys.ON_MEMBER_LOST] = plan.on_loss
+    if workload.ready_timeout_s is not None:
+        notes[keys.READY_TIMEOUT] = str(workload.ready_timeout_s)
+    if plan.on_loss == "release" and workload.recovery_timeout_s is not None:
+        notes[keys.RECOVERY_TIMEOUT] = str(workload.recovery_timeout_s)
+    requests = {"cpu": scaled(group.cpu, workload.scale), "memory": scaled(group.memory, workload.scale)}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": workload.image,
+        "resources": {"requests": requests, "limits": requests},
     }
+    if group.name == plan.broken_group:
+        container["image"] = BROKEN_IMAGE
+    if workload.programs:
+        container["command"] = _program(plan)
+    spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [container]}
+    if tolerations := _tolerations(workload):
+        spec["tolerations"] = tolerations
+    return {"metadata": {"labels": {APP_LABEL: plan.app, STREAM_LABEL: "true"}, "annotations": notes}, "spec": spec}
 
 
-def manifests(plan: GangPlan) -> list[tuple[str, dict[str, Any]]]:
+def manifests(plan: GangPlan, workload: Workload = KWOK) -> list[tuple[str, dict[str, Any]]]:
     """(collection path, object) for each object of the gang, in the order a submitter creates them."""
     objects: list[tuple[str, dict[str, Any]]] = []
     if plan.kind == "pods":
         for group in plan.groups:
             for i in range(group.count):
-                template = _pod_template(plan, group, carries_groups=group.name == "driver")
+                template = _pod_template(plan, group, carries_groups=group.name == "driver", workload=workload)
                 pod = {"apiVersion": "v1", "kind": "Pod", **template}
                 pod["metadata"] = {"name": f"{plan.app}-{group.name}-{i}", **template["metadata"]}
                 objects.append((f"/api/v1/namespaces/{plan.namespace}/pods", pod))
         return objects
     for group in plan.groups:
-        job = {
+        job: dict[str, Any] = {
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": f"{plan.app}-{group.name}", "labels": {APP_LABEL: plan.app, STREAM_LABEL: "true"}},
@@ -191,9 +294,14 @@ def manifests(plan: GangPlan) -> list[tuple[str, dict[str, Any]]]:
                 "podFailurePolicy": {
                     "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
                 },
-                "template": _pod_template(plan, group, carries_groups=True),
+                "template": _pod_template(plan, group, carries_groups=True, workload=workload),
             },
         }
+        if plan.replaces_at_once:
+            # Without a podFailurePolicy the Job makes a pod again as soon as the one it replaces is
+            # being deleted (even on a node that no longer answers); evictions count as failures.
+            del job["spec"]["podFailurePolicy"]
+            job["spec"]["backoffLimit"] = REPLACING_BACKOFF_LIMIT
         objects.append((f"/apis/batch/v1/namespaces/{plan.namespace}/jobs", job))
     return objects
 
@@ -219,9 +327,11 @@ class GangStream:
         *,
         interval_s: tuple[float, float] = (2.0, 6.0),
         default_timeout_s: float = 900.0,
+        workload: Workload = KWOK,
         report: Callable[[str], None] = lambda _line: None,
     ) -> None:
         self._client = client
+        self.workload = workload
         self._namespaces = list(namespaces)
         self._observer = observer
         self._rng = rng
@@ -239,7 +349,7 @@ class GangStream:
 
     def gangs(self) -> dict[str, Gang]:
         with self._lock:
-            return {key: plan.gang() for key, plan in self.plans.items()}
+            return {key: plan.gang(self.workload) for key, plan in self.plans.items()}
 
     def disturbed(self) -> dict[str, float]:
         with self._lock:
@@ -275,7 +385,7 @@ class GangStream:
     # -- creating ---------------------------------------------------------------------------------------
 
     def _create(self, plan: GangPlan) -> None:
-        for path, body in manifests(plan):
+        for path, body in manifests(plan, self.workload):
             try:
                 self._client.create(path, body)
             except ApiError as error:
@@ -287,7 +397,10 @@ class GangStream:
                 return
 
     def _arrive(self, index: int) -> None:
-        plan = draw(self._rng, index, self._namespaces)
+        self.add(draw(self._rng, index, self._namespaces, self.workload))
+
+    def add(self, plan: GangPlan) -> None:
+        """Submit a gang now and tend it with the others (a gang a fault brings, say)."""
         plan.created_at = time.time()
         with self._lock:
             self.plans[plan.key] = plan
@@ -319,8 +432,9 @@ class GangStream:
                     )
 
     def _finish(self, plan: GangPlan, members: list[PodTrace]) -> None:
-        """End a gang as its program would: every running member succeeds."""
-        for member in members:
+        """End a gang as its program would: every running member succeeds (members that run a program
+        of their own end by themselves)."""
+        for member in members if not self.workload.programs else ():
             if member.terminal_at is None and member.gone_at is None and member.deleting_at is None:
                 with contextlib.suppress(NotFound):
                     self._client.patch(
