@@ -12,7 +12,7 @@ from tests import builders
 from yuniplace.bench import campaign, stream
 from yuniplace.bench.__main__ import parser
 from yuniplace.bench.invariants import EVICTED
-from yuniplace.bench.observer import new_trace, take_in
+from yuniplace.bench.observer import NodeObserver, new_trace, take_in
 from yuniplace.gang import keys
 from yuniplace.gang.pods import format_time
 from yuniplace.queues.yunikorn import read_queues_yaml
@@ -203,3 +203,30 @@ def test_a_broken_group_names_an_image_no_node_can_pull() -> None:
         for _, job in stream.manifests(plan, REAL_KUBELETS)
     }
     assert images == {"p-workers": "yuniplace:dev", "p-ps": stream.BROKEN_IMAGE}
+
+
+def test_the_node_observer_keeps_when_each_node_was_in_trouble_and_not_ready() -> None:
+    clock = iter([1.0, 10.0, 20.0, 30.0])
+    nodes = NodeObserver(None, clock=lambda: next(clock))  # type: ignore[arg-type]  # never started
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    unknown = {"conditions": [{"type": "Ready", "status": "Unknown"}]}
+    unreachable = [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]
+    nodes._listed([{**builders.node("w1"), "status": ready}, {**builders.node("w2"), "status": ready}])
+    nodes._changed("MODIFIED", {**builders.node("w1"), "status": unknown})
+    nodes._changed("MODIFIED", {**builders.node("w1", taints=unreachable), "status": unknown})
+    nodes._changed("MODIFIED", {**builders.node("w1"), "status": ready})
+    seen = nodes.snapshot()
+    assert seen["w1"].not_ready == [[10.0, 30.0]] and seen["w1"].troubled == [[20.0, 30.0]]
+    assert seen["w2"].not_ready == [] and nodes.troubles() == {"w1": [(20.0, 30.0)], "w2": []}
+
+
+def test_the_observer_notes_when_a_member_first_ran_and_was_first_ready() -> None:
+    pending = builders.member("m", app="app", group="workers", uid="u1", node="n1")
+    trace = new_trace(pending, 1.0)
+    assert trace is not None
+    take_in(trace, pending, 1.0)
+    running = builders.member("m", app="app", group="workers", uid="u1", node="n1", phase="Running")
+    take_in(trace, running, 2.0)
+    running["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    take_in(trace, running, 3.0)
+    assert (trace.bound_at, trace.running_at, trace.ready_at) == (1.0, 2.0, 3.0)

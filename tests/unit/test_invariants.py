@@ -344,3 +344,69 @@ def test_a_restarting_gang_left_short_breaks_the_bound() -> None:
     assert inv.short_restarting_gangs(observed(*pods)) == []
     done = [dataclasses.replace(p, phase="Succeeded", terminal_at=T0 + 50 + i) for i, p in enumerate(pods)]
     assert inv.short_restarting_gangs(observed(*done, gangs={APP: RESTARTING})) == []
+
+
+# -- 8 on real nodes: a node in trouble, a member never Ready, a gang that asks release ---------------------
+
+
+def test_a_member_on_a_node_in_trouble_is_down_until_the_node_is_back() -> None:
+    member = job_member("w-0", T0 + 5)
+    troubled = {"node-1": [(T0 + 60, T0 + 120)]}
+    member = dataclasses.replace(member, node="node-1", ready_at=T0 + 6)
+    assert inv.up_spans(member, RESTARTING, observed(member, node_troubles=troubled)) == [
+        (T0 + 5, T0 + 60),
+        (T0 + 120, float("inf")),
+    ]
+    # One that had succeeded before is no loss.
+    done = dataclasses.replace(member, phase="Succeeded", terminal_at=T0 + 50)
+    assert inv.up_spans(done, RESTARTING, observed(done, node_troubles=troubled)) == [(T0 + 5, float("inf"))]
+
+
+def test_a_restarting_gang_whose_node_is_lost_must_be_evicted_whole_soon_after() -> None:
+    on_lost_node = job_member("w-0", T0 + 5, node="node-1")
+    pods = [on_lost_node, job_member("w-1", T0 + 5, node="node-2"), job_member("w-2", T0 + 5, node="node-3")]
+    troubled = {"node-1": [(T0 + 60, None)]}
+    [violation] = inv.short_restarting_gangs(observed(*pods, gangs={APP: RESTARTING}, node_troubles=troubled))
+    assert violation.objects == ("w-0",) and violation.due == T0 + 60 + 5 + GRACE
+    # Evicted whole 6 s after its node was marked: answered.
+    evicted = [dataclasses.replace(p, deleting_at=T0 + 66, disruption=inv.EVICTED) for p in pods]
+    assert inv.short_restarting_gangs(observed(*evicted, gangs={APP: RESTARTING}, node_troubles=troubled)) == []
+
+
+def test_a_member_never_ready_is_lost_at_its_ready_timeout_where_readiness_is_judged() -> None:
+    judged = dataclasses.replace(RESTARTING, ready_timeout_s=30.0)
+    pods = [
+        job_member("w-0", T0 + 5),
+        job_member("w-1", T0 + 5, ready_at=T0 + 6),
+        job_member("w-2", T0 + 5, ready_at=T0 + 6),
+    ]
+    [violation] = inv.short_restarting_gangs(observed(*pods, gangs={APP: judged}))
+    assert violation.objects == ("w-0",) and violation.due == T0 + 35 + 5 + GRACE
+    assert inv.short_restarting_gangs(observed(*pods)) == []  # RESTARTING does not judge readiness
+
+
+def test_a_released_gang_is_held_to_its_recovery_timeout() -> None:
+    releasing = dataclasses.replace(RESTARTING, restarts_on_loss=False, on_loss="release", recovery_timeout_s=30.0)
+    lost = job_member("w-0", T0 + 5, phase="Failed", terminal_at=T0 + 50)
+    pods = [lost, job_member("w-1", T0 + 5), job_member("w-2", T0 + 5)]
+    [violation] = inv.short_restarting_gangs(observed(*pods, gangs={APP: releasing}))
+    assert violation.due == T0 + 50 + 5 + 30 + GRACE
+    released = [lost, *(dataclasses.replace(p, deleting_at=T0 + 82, disruption=inv.EVICTED) for p in pods[1:])]
+    assert inv.short_restarting_gangs(observed(*released, gangs={APP: releasing})) == []
+
+
+def test_a_loss_left_without_a_gang_degraded_event_is_unreported_whatever_the_policy() -> None:
+    reporting = dataclasses.replace(RESTARTING, restarts_on_loss=False, on_loss="none")
+    lost = job_member("w-0", T0 + 5, phase="Failed", terminal_at=T0 + 50)
+    pods = [lost, job_member("w-1", T0 + 5), job_member("w-2", T0 + 5)]
+    [violation] = inv.unreported_losses(observed(*pods, gangs={APP: reporting}))
+    assert violation.invariant == inv.UNREPORTED_LOSS and violation.objects == ("w-0",)
+    told = EventSeen("GangDegraded", "ns", "w-1", "uid-w-1", at=T0 + 56)
+    assert inv.unreported_losses(observed(*pods, gangs={APP: reporting}, events=[told])) == []
+    # An event of an earlier loss does not tell of this one; a gang that asks nothing is not judged.
+    earlier = dataclasses.replace(told, at=T0 + 20)
+    assert inv.unreported_losses(observed(*pods, gangs={APP: reporting}, events=[earlier]))
+    assert inv.unreported_losses(observed(*pods)) == []
+    # A loss mended within the loss grace and the grace needs no report.
+    mended = [*pods, job_member("w-3", T0 + 60)]
+    assert inv.unreported_losses(observed(*mended, gangs={APP: reporting})) == []

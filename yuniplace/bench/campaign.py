@@ -24,7 +24,7 @@ from yuniplace.bench import invariants
 from yuniplace.bench.deployment import Deployment, webhook_process
 from yuniplace.bench.faults import Fault, FaultInjector
 from yuniplace.bench.memory import rss_bytes
-from yuniplace.bench.observer import PodObserver
+from yuniplace.bench.observer import NodeObserver, PodObserver
 from yuniplace.bench.stream import STREAM_LABEL, GangStream
 from yuniplace.bench.subjects import cpu_seconds
 from yuniplace.gang import keys
@@ -80,9 +80,15 @@ class Checker:
     """The invariants over what the campaign observed so far; each violation reported once, when found."""
 
     def __init__(
-        self, observer: PodObserver, stream: GangStream, grace_s: float, report: Callable[[str], None]
+        self,
+        observer: PodObserver,
+        stream: GangStream,
+        grace_s: float,
+        report: Callable[[str], None],
+        nodes: NodeObserver | None = None,
     ) -> None:
         self._observer = observer
+        self._nodes = nodes
         self._stream = stream
         self._grace_s = grace_s
         self._report = report
@@ -106,6 +112,7 @@ class Checker:
             now=time.time(),
             grace_s=self._grace_s + self.stalled_s,
             default_timeout_s=DEFAULT_TIMEOUT_S,
+            node_troubles=self._nodes.troubles() if self._nodes is not None else {},
         )
 
     def check(self) -> None:

@@ -27,6 +27,7 @@ DUPLICATE_PLACEHOLDER = "duplicate placeholder"
 PARTIAL_EVICTION = "partial eviction"
 LOST_MEMBER = "lost member"
 SHORT_TOO_LONG = "restarting gang short too long"
+UNREPORTED_LOSS = "loss not reported"
 INVARIANTS = (
     PARTIAL_GANG,
     PLACEHOLDER_OUTLIVED,
@@ -36,6 +37,7 @@ INVARIANTS = (
     PARTIAL_EVICTION,
     LOST_MEMBER,
     SHORT_TOO_LONG,
+    UNREPORTED_LOSS,
 )
 
 RESTART_BACKOFF_S = Settings().restart_backoff_s
@@ -50,6 +52,7 @@ GANG_PREEMPTED = Reason.GANG_PREEMPTED.value
 GANG_EVICTED = frozenset(
     r.value for r in (Reason.GANG_PREEMPTED, Reason.GANG_RESTARTING, Reason.GANG_RELEASED, Reason.APPLICATION_FAILED)
 )
+GANG_DEGRADED = Reason.GANG_DEGRADED.value
 
 
 @dataclass
@@ -67,6 +70,8 @@ class PodTrace:
     ungated_at: float | None = None  # first seen without it, having carried it
     bound_at: float | None = None
     node: str | None = None
+    running_at: float | None = None  # first seen Running
+    ready_at: float | None = None  # first seen Ready
     terminal_at: float | None = None
     phase: str = "Pending"
     reason: str | None = None  # status.reason of a pod that failed
@@ -108,7 +113,9 @@ class Gang:
     restarts_on_loss: bool = False  # it asks to be restarted whole when it loses a member
     on_loss: str | None = None  # what it asks on a lost member (restart, release, none), where it asks
     recovery_timeout_s: float = 60.0  # how long a `release` gang may stay below its minimum
-    ready_timeout_s: float = 300.0  # how long a bound member may go without being Ready
+    # How long a bound member may go without being Ready before it counts as lost, where the campaign
+    # judges readiness (None: kwok's pods are Ready as soon as they run).
+    ready_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,7 @@ class EventSeen:
     namespace: str
     name: str  # of the object it regards
     uid: str
+    at: float | None = None  # when it first happened, by its reporter's clock
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,9 @@ class Observed:
     now: float
     grace_s: float = 60.0
     default_timeout_s: float = 900.0  # the controller's, for members whose originator went away
+    # When each node was in trouble (tainted NotReady or unreachable, or gone), by name: [since, until)
+    # (until None: still). Without a view of the nodes, every node is taken to be well.
+    node_troubles: Mapping[str, Sequence[tuple[float, float | None]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -551,7 +562,12 @@ def lost_members(observed: Observed) -> list[Violation]:
     return found
 
 
-# -- 8. a gang that restarts on a loss does not stay short -------------------------------------------------
+# -- 8. a loss is answered by the gang's policy within its bound ----------------------------------------
+
+
+def policy_of(gang: Gang) -> str | None:
+    """What the gang asks on a lost member, where it asks."""
+    return gang.on_loss or ("restart" if gang.restarts_on_loss else None)
 
 
 def _restart_backoff_s(episode: int) -> float:
@@ -559,43 +575,109 @@ def _restart_backoff_s(episode: int) -> float:
     return 0.0 if episode <= 1 else min(MAX_RESTART_BACKOFF_S, RESTART_BACKOFF_S * 2 ** (episode - 2))
 
 
+def _minus(spans: list[tuple[float, float]], cut: tuple[float, float]) -> list[tuple[float, float]]:
+    """`spans` without `cut`."""
+    kept = []
+    for start, end in spans:
+        if cut[1] <= start or cut[0] >= end:
+            kept.append((start, end))
+            continue
+        if start < cut[0]:
+            kept.append((start, cut[0]))
+        if cut[1] < end:
+            kept.append((cut[1], end))
+    return kept
+
+
+def up_spans(member: PodTrace, gang: Gang, observed: Observed) -> list[tuple[float, float]]:
+    """When a bound member was up as yuniplace counts it (end: infinity while it is): from its binding
+    to its end (never, once it succeeded: a member that finished is no loss), but not while its node
+    was in trouble, nor (where readiness is judged) from its ready timeout on until it was first Ready."""
+    if member.bound_at is None:
+        return []
+    succeeded = member.phase == "Succeeded"
+    end = member.ended_at if member.ended_at is not None and not succeeded else float("inf")
+    spans = [(member.bound_at, end)]
+    # What happened once it had succeeded is no loss.
+    done = member.terminal_at if succeeded and member.terminal_at is not None else float("inf")
+    cuts = [
+        (since, min(until if until is not None else float("inf"), done))
+        for since, until in observed.node_troubles.get(member.node or "", ())
+    ]
+    never_ready_since = member.bound_at + (gang.ready_timeout_s or 0.0)
+    if (
+        gang.ready_timeout_s is not None
+        and not succeeded
+        and (member.ready_at is None or member.ready_at > never_ready_since)
+    ):
+        cuts.append((never_ready_since, member.ready_at if member.ready_at is not None else float("inf")))
+    for cut in cuts:
+        if cut[0] < cut[1]:
+            spans = _minus(spans, cut)
+    return spans
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A time a started gang was below its minimum: since when, the member that went, and until when
+    (None: it still is) it was back at its minimum or evicted whole."""
+
+    since: float
+    lost: str
+    until: float | None
+    number: int  # its episodes so far, this one included
+
+
+def short_episodes(traces: Iterable[PodTrace], gang: Gang, observed: Observed) -> list[Episode]:
+    """The times a started gang had fewer members up than its minimum (a member lost; those that
+    succeeded still count), each until it was back at it or evicted whole."""
+    minimum = sum(gang.groups.values())
+    changes: list[tuple[float, int, str]] = []
+    for member in _members(traces):
+        for start, end in up_spans(member, gang, observed):
+            changes.append((start, 1, member.name))
+            if end != float("inf"):
+                changes.append((end, -1, member.name))
+    episodes: list[Episode] = []
+    up, started = 0, False
+    short: tuple[float, str] | None = None  # since when it has been short, and the member that went
+    for at, step, name in sorted(changes):
+        up += step
+        ended = up >= minimum or up == 0  # back at its minimum, or evicted whole (restarted, or failed)
+        if short is not None and ended:
+            episodes.append(Episode(short[0], short[1], at, len(episodes) + 1))
+            short = None
+        started = up >= minimum or (started and up > 0)  # evicted whole, its next attempt starts anew
+        if started and 0 < up < minimum and short is None:
+            short = (at, name)
+    if short is not None:
+        episodes.append(Episode(short[0], short[1], None, len(episodes) + 1))
+    return episodes
+
+
+def _short_bound_s(episode: int, grace_s: float, gang: Gang | None = None) -> float:
+    if gang is not None and policy_of(gang) == "release":
+        return LOSS_GRACE_S + gang.recovery_timeout_s + grace_s
+    return LOSS_GRACE_S + _restart_backoff_s(episode) + grace_s
+
+
 def short_restarting_gangs(observed: Observed) -> list[Violation]:
-    """A started gang that asks to be restarted whole, once fewer of its members run than its minimum
-    (a member lost; those that succeeded still count), is back at its minimum or evicted whole within the
-    loss grace, its restart backoff and the grace."""
+    """A started gang that asks to be restarted whole (or released), once fewer of its members are up
+    than its minimum (a member lost, its node in trouble, or not Ready by its ready timeout; those that
+    succeeded still count), is back at its minimum or evicted whole within the loss grace and its
+    restart backoff (a release: its recovery timeout) and the grace."""
     found = []
     for app, traces in by_app(observed).items():
         gang = observed.gangs.get(app)
-        if gang is None or not gang.restarts_on_loss:
+        if gang is None or policy_of(gang) not in ("restart", "release"):
             continue
         minimum = sum(gang.groups.values())
-        changes: list[tuple[float, int, str]] = []
-        for member in _members(traces):
-            if member.bound_at is None:
-                continue
-            changes.append((member.bound_at, 1, member.name))
-            end = None if member.phase == "Succeeded" else member.ended_at
-            if end is not None:
-                changes.append((end, -1, member.name))
-        up, started, episodes = 0, False, 0
-        short: tuple[float, str] | None = None  # since when it has been short, and the member that went
-        for at, step, name in sorted(changes):
-            up += step
-            ended = up >= minimum or up == 0  # back at its minimum, or evicted whole (restarted, or failed)
-            if short is not None and ended:
-                if at - short[0] > _short_bound_s(episodes, observed.grace_s):
-                    found.append(_short_for(app, short, _short_bound_s(episodes, observed.grace_s), minimum))
-                short = None
-            started = up >= minimum or (started and up > 0)  # evicted whole, its next attempt starts anew
-            if started and 0 < up < minimum and short is None:
-                short, episodes = (at, name), episodes + 1
-        if short is not None and observed.now - short[0] > _short_bound_s(episodes, observed.grace_s):
-            found.append(_short_for(app, short, _short_bound_s(episodes, observed.grace_s), minimum))
+        for episode in short_episodes(traces, gang, observed):
+            bound = _short_bound_s(episode.number, observed.grace_s, gang)
+            lasted = (episode.until if episode.until is not None else observed.now) - episode.since
+            if lasted > bound:
+                found.append(_short_for(app, (episode.since, episode.lost), bound, minimum))
     return found
-
-
-def _short_bound_s(episode: int, grace_s: float) -> float:
-    return LOSS_GRACE_S + _restart_backoff_s(episode) + grace_s
 
 
 def _short_for(app: str, short: tuple[float, str], bound: float, minimum: int) -> Violation:
@@ -605,9 +687,56 @@ def _short_for(app: str, short: tuple[float, str], bound: float, minimum: int) -
         app,
         (lost,),
         f"below its minimum of {minimum} running members for more than {bound:.0f}s after {lost} went, neither "
-        "back at it nor restarted whole",
+        "back at it nor evicted whole",
         since + bound,
     )
+
+
+# -- 9. a loss is reported ------------------------------------------------------------------------------------
+
+
+def unreported_losses(observed: Observed) -> list[Violation]:
+    """A started gang that asks a policy on a lost member and stays below its minimum past the loss
+    grace and the grace has a GangDegraded event on one of its pods (whatever its policy, `none`
+    included) since it fell short. Where the campaign deleted a member meanwhile, it is not judged."""
+    degraded: dict[tuple[str, str], list[float | None]] = defaultdict(list)
+    for event in observed.events:
+        if event.reason == GANG_DEGRADED:
+            degraded[(event.namespace, event.name)].append(event.at)
+    found = []
+    for app, traces in by_app(observed).items():
+        gang = observed.gangs.get(app)
+        if gang is None or policy_of(gang) is None:
+            continue
+        members = _members(traces)
+        for episode in short_episodes(traces, gang, observed):
+            until = episode.until if episode.until is not None else observed.now
+            due = episode.since + LOSS_GRACE_S + observed.grace_s
+            if until <= due:
+                continue
+            if any(
+                m.uid in observed.deleted_by_campaign and (m.deleting_at or m.gone_at or 0.0) >= episode.since - 1.0
+                for m in members
+            ):
+                continue
+            told = [
+                at
+                for m in members
+                for at in degraded.get((m.namespace, m.name), ())
+                if at is None or episode.since - 1.0 <= at <= until + 1.0
+            ]
+            if not told:
+                found.append(
+                    Violation(
+                        UNREPORTED_LOSS,
+                        app,
+                        (episode.lost,),
+                        f"below its minimum of {sum(gang.groups.values())} for {until - episode.since:.0f}s after "
+                        f"{episode.lost} went, with no GangDegraded event",
+                        due,
+                    )
+                )
+    return found
 
 
 def check(observed: Observed) -> list[Violation]:
@@ -621,5 +750,6 @@ def check(observed: Observed) -> list[Violation]:
         + partial_evictions(observed)
         + lost_members(observed)
         + short_restarting_gangs(observed)
+        + unreported_losses(observed)
     )
     return sorted(violations, key=lambda v: (v.due, v.invariant, v.app))

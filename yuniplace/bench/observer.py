@@ -1,6 +1,7 @@
 """What a campaign observes: every change of the pods of its namespaces, from one watch (so in the
-order etcd stored them), kept per pod as a PodTrace for the invariants; and the events of its
-namespaces, read when the invariants are checked. A watch broken by a fault re-lists, and a pod that
+order etcd stored them), kept per pod as a PodTrace for the invariants; the events of its
+namespaces, read when the invariants are checked; and, on real nodes, when each node was in trouble
+(tainted NotReady or unreachable) and not Ready. A watch broken by a fault re-lists, and a pod that
 went meanwhile is taken as gone when the re-list no longer has it."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 from yuniplace.bench.invariants import EventSeen, PodTrace
@@ -17,6 +19,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.record import read_record
 from yuniplace.gang.taskgroups import InvalidGang
 from yuniplace.kube import KubeClient
+from yuniplace.kube.nodes import trouble
 from yuniplace.kube.watch import ListWatch
 
 Pod = dict[str, Any]
@@ -28,6 +31,11 @@ def _disruption(pod: Pod) -> str | None:
         if condition.get("type") == DISRUPTION_TARGET and condition.get("status") == "True":
             return str(condition.get("reason") or "")
     return None
+
+
+def _ready(pod: Pod) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _record_times(pod: Pod) -> tuple[float | None, float | None]:
@@ -50,6 +58,10 @@ def take_in(trace: PodTrace, pod: Pod, now: float) -> None:
     if node and trace.bound_at is None:
         trace.bound_at, trace.node = now, node
     trace.phase = p.phase(pod) or trace.phase
+    if trace.phase == "Running" and trace.running_at is None:
+        trace.running_at = now
+    if trace.ready_at is None and _ready(pod):
+        trace.ready_at = now
     if p.is_terminal(pod) and trace.terminal_at is None:
         trace.terminal_at = now
         trace.reason = pod.get("status", {}).get("reason")
@@ -164,6 +176,81 @@ class PodObserver:
                         str(regarding.get("namespace", namespace)),
                         str(regarding.get("name", "")),
                         str(regarding.get("uid", "")),
+                        p.parse_time(event.get("eventTime") or event.get("deprecatedFirstTimestamp")),
                     )
                 )
         return seen
+
+
+Interval = list[float | None]  # [since, until]; until None while it lasts
+
+
+@dataclass
+class NodeTrace:
+    """One node as the observer saw it change."""
+
+    name: str
+    troubled: list[Interval] = field(default_factory=list)  # tainted NotReady or unreachable, or gone
+    not_ready: list[Interval] = field(default_factory=list)  # its Ready condition not True
+
+
+def _follow(intervals: list[Interval], now: float, *, on: bool) -> None:
+    """Open an interval when `on` begins, close the open one when it ends."""
+    open_ = bool(intervals) and intervals[-1][1] is None
+    if on and not open_:
+        intervals.append([now, None])
+    elif not on and open_:
+        intervals[-1][1] = now
+
+
+class NodeObserver:
+    """Watches the nodes (in a thread of its own, from `start()` to `stop()`): when each was in trouble,
+    as admission sees it (gang/losses.py), and when its Ready condition was not True, as the node
+    lifecycle controller marks it."""
+
+    def __init__(self, client: KubeClient, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._nodes: dict[str, NodeTrace] = {}
+        self._watch = ListWatch(client, "/api/v1/nodes", on_list=self._listed, on_event=self._changed, name="nodes")
+        self._thread = threading.Thread(target=self._watch.run, name="nodes", daemon=True)
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        self._thread.start()
+        if not self._watch.synced.wait(timeout_s):
+            raise TimeoutError(f"the node list did not arrive within {timeout_s:.0f}s")
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+    def _seen(self, node: dict[str, Any], now: float, *, gone: bool = False) -> None:
+        name = str(node.get("metadata", {}).get("name", ""))
+        trace = self._nodes.setdefault(name, NodeTrace(name))
+        taints = node.get("spec", {}).get("taints") or []
+        _follow(trace.troubled, now, on=gone or trouble(taints) is not None)
+        _follow(trace.not_ready, now, on=gone or not _ready(node))
+
+    def _listed(self, nodes: list[dict[str, Any]]) -> None:
+        now = self._clock()
+        with self._lock:
+            listed = {str(node["metadata"].get("name", "")) for node in nodes}
+            for node in nodes:
+                self._seen(node, now)
+            for name in set(self._nodes) - listed:
+                self._seen({"metadata": {"name": name}}, now, gone=True)
+
+    def _changed(self, kind: str, node: dict[str, Any]) -> None:
+        with self._lock:
+            self._seen(node, self._clock(), gone=kind == "DELETED")
+
+    def snapshot(self) -> dict[str, NodeTrace]:
+        with self._lock:
+            return copy.deepcopy(self._nodes)
+
+    def troubles(self) -> dict[str, list[tuple[float, float | None]]]:
+        """When each node was in trouble, for the invariants."""
+        with self._lock:
+            return {
+                name: [(since, until) for since, until in trace.troubled if since is not None]
+                for name, trace in self._nodes.items()
+            }

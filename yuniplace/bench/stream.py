@@ -162,7 +162,9 @@ class GangPlan:
             self.restarts_on_loss,
             on_loss=self.on_loss,
             recovery_timeout_s=float(workload.recovery_timeout_s or LossPolicy().recovery_timeout_s),
-            ready_timeout_s=float(workload.ready_timeout_s or LossPolicy().ready_timeout_s),
+            ready_timeout_s=None
+            if not workload.programs
+            else float(workload.ready_timeout_s or LossPolicy().ready_timeout_s),
         )
 
 
