@@ -332,7 +332,10 @@ FULL_POD: dict[str, Any] = {
         "reason": "Evicted",
         "message": "long message",
         "hostIP": "10.0.0.1",
-        "containerStatuses": [{"name": "main"}],
+        "containerStatuses": [
+            {"name": "main", "image": "main:1", "state": {"running": {"startedAt": "2024-01-02T03:04:07Z"}}},
+            {"name": "side", "image": "side:1", "state": {"waiting": {"reason": "ErrImagePull", "message": "long"}}},
+        ],
         "conditions": [
             {"type": "Initialized", "status": "True"},
             {"type": "Ready", "status": "False"},
@@ -374,12 +377,20 @@ def test_trim_keeps_exactly_the_listed_fields() -> None:
             "phase": "Pending",
             "nominatedNodeName": "n2",
             "reason": "Evicted",
+            # Why a container still waits: what a member lost for not coming up says (gang/losses.py).
+            "containerStatuses": [{"name": "side", "state": {"waiting": {"reason": "ErrImagePull"}}}],
             "conditions": [  # Ready: whether a started member came up (gang/losses.py)
                 {"type": "Ready", "status": "False"},
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-02T03:04:06Z"},
             ],
         },
     }
+
+
+def test_waiting_reasons_say_which_container_waits_and_why() -> None:
+    assert p.waiting_reasons(FULL_POD) == ["side: ErrImagePull"]
+    assert p.waiting_reasons(p.trim(FULL_POD)) == ["side: ErrImagePull"]
+    assert p.waiting_reasons(pod()) == []
 
 
 def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:

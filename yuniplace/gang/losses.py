@@ -103,7 +103,8 @@ def _why_lost(member: Pod, node_health: NodeHealth, readiness: Readiness | None)
         return f"(its node {node} {health})"
     since = p.unready_since(member) if readiness is not None else None
     if readiness is not None and since is not None and readiness.now - since >= readiness.timeout_s:
-        return f"not Ready for {readiness.now - since:.0f}s"
+        waiting = p.waiting_reasons(member)
+        return f"not Ready for {readiness.now - since:.0f}s" + (f" ({', '.join(waiting)})" if waiting else "")
     return None
 
 

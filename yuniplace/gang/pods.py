@@ -316,6 +316,15 @@ def unready_since(pod: Mapping[str, Any]) -> float | None:
     return None if ready.get("status") == "True" else parse_time(ready.get("lastTransitionTime"))
 
 
+def waiting_reasons(pod: Mapping[str, Any]) -> list[str]:
+    """Why each of its containers still waits to run ("main: ErrImagePull"), as the kubelet says."""
+    return [
+        f"{c.get('name')}: {reason}"
+        for c in pod.get("status", {}).get("containerStatuses") or []
+        if (reason := ((c.get("state") or {}).get("waiting") or {}).get("reason"))
+    ]
+
+
 KEPT_METADATA = (
     "name",
     "namespace",
@@ -338,7 +347,9 @@ KEPT_SPEC = (
     "affinity",
     "serviceAccountName",
 )
-KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions")  # of the conditions, KEPT_CONDITIONS only
+# Of the conditions, KEPT_CONDITIONS only; of the container statuses, the reason of each container still
+# waiting (an image that cannot be pulled, a program that keeps crashing): what a lost member says.
+KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions", "containerStatuses")
 KEPT_CONDITIONS = ("PodScheduled", "Ready")
 KEPT_CONTAINER = ("name", "resources", "restartPolicy")
 # Besides, each pod keeps the fields its gang's dialect reads (GangDialect.spec_fields), and only
@@ -362,10 +373,18 @@ def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     kept_spec["containers"] = _resources_only(spec.get("containers"))
     if spec.get("initContainers"):
         kept_spec["initContainers"] = _resources_only(spec.get("initContainers"))
-    kept_status: dict[str, Any] = {k: status[k] for k in KEPT_STATUS if k in status and k != "conditions"}
+    listed = ("conditions", "containerStatuses")
+    kept_status: dict[str, Any] = {k: status[k] for k in KEPT_STATUS if k in status and k not in listed}
     conditions = [c for c in status.get("conditions") or [] if c.get("type") in KEPT_CONDITIONS]
     if conditions:
         kept_status["conditions"] = conditions
+    waiting = [
+        {"name": c.get("name"), "state": {"waiting": {"reason": reason}}}
+        for c in status.get("containerStatuses") or []
+        if (reason := ((c.get("state") or {}).get("waiting") or {}).get("reason"))
+    ]
+    if waiting:
+        kept_status["containerStatuses"] = waiting
     return {
         "metadata": {k: metadata[k] for k in KEPT_METADATA if k in metadata},
         "spec": kept_spec,

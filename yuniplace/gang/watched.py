@@ -52,7 +52,18 @@ _POD = _typed(
                 "initContainers": _CONTAINERS,
             },
         ),
-        "status": _any_of("PodStatus", p.KEPT_STATUS),
+        "status": _typed(
+            "PodStatus",
+            {
+                **dict.fromkeys(p.KEPT_STATUS, Any),
+                "containerStatuses": _List[
+                    _typed(
+                        "ContainerStatus",
+                        {"name": Any, "state": _typed("ContainerState", {"waiting": _any_of("Waiting", ("reason",))})},
+                    )
+                ],
+            },
+        ),
     },
 )
 _NODE = _typed(

@@ -206,6 +206,15 @@ def test_a_member_not_ready_past_the_ready_timeout_is_lost() -> None:
     assert not losses_of(members, 2).degraded  # without a timeout, Ready is not asked
 
 
+def test_a_member_lost_for_not_coming_up_says_what_its_containers_wait_for() -> None:
+    members = running_gang()[1:]
+    unready(members[1], NOW - 400)["status"]["containerStatuses"] = [
+        {"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+    ]
+    lost = losses_of(members, 2, readiness=Readiness(NOW, 300))
+    assert [x.why for x in lost.lost] == ["not Ready for 400s (main: ImagePullBackOff)"]
+
+
 def test_a_gang_whose_member_never_came_up_is_degraded_by_its_ready_timeout() -> None:
     pods = running_gang()
     unready(pods[2], NOW - 61)
