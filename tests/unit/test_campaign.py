@@ -133,7 +133,8 @@ REAL_KUBELETS = stream.Workload(
     programs=True,
     lost_node_toleration_s=30,
     policies=("restart", "release", "none"),
-    draws_replacement=True,
+    replacements=stream.REPLACEMENTS,
+    termination_grace_s=10,
     ready_timeout_s=60,
     recovery_timeout_s=30,
 )
@@ -143,7 +144,7 @@ def test_on_real_kubelets_members_run_a_program_sized_for_the_nodes_and_tolerate
     rng = random.Random("stream-24")
     drawn = [stream.draw(rng, index, NAMESPACES, REAL_KUBELETS) for index in range(200)]
     assert {p.on_loss for p in drawn if p.kind == "job" and p.lifetime_s is not None} == {"restart", "release", "none"}
-    assert {p.replaces_at_once for p in drawn if p.kind == "job"} == {True, False}
+    assert {p.replacement for p in drawn if p.kind == "job"} == set(stream.REPLACEMENTS)
     plan = next(p for p in drawn if p.kind == "job" and p.lifetime_s is not None and p.on_loss == "release")
     [(_, job), *_] = stream.manifests(plan, REAL_KUBELETS)
     pod = job["spec"]["template"]
@@ -167,7 +168,9 @@ def test_on_real_kubelets_members_run_a_program_sized_for_the_nodes_and_tolerate
     )
     groups = json.loads(notes[keys.TASK_GROUPS])
     assert all(g["tolerations"] == pod["spec"]["tolerations"] for g in groups)  # placeholders leave with them
-    assert ("podFailurePolicy" in job["spec"]) is not plan.replaces_at_once
+    assert ("podFailurePolicy" in job["spec"]) is (plan.replacement != stream.AT_ONCE)
+    assert (job["spec"].get("completionMode") == "Indexed") is (plan.replacement == stream.INDEXED)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 10
     gang = plan.gang(REAL_KUBELETS)
     assert (gang.on_loss, gang.recovery_timeout_s, gang.ready_timeout_s) == ("release", 30.0, 60.0)
     instant = next(p for p in drawn if p.kind == "job" and p.lifetime_s is None)
@@ -178,7 +181,14 @@ def test_on_real_kubelets_members_run_a_program_sized_for_the_nodes_and_tolerate
 
 @pytest.mark.parametrize(
     ("quantity", "scale", "result"),
-    [("500m", 0.25, "125m"), ("2", 0.25, "500m"), ("12", 0.25, "3000m"), ("1Gi", 0.25, "256Mi"), ("1", 1.0, "1")],
+    [
+        ("500m", 0.25, "125m"),
+        ("2", 0.25, "500m"),
+        ("12", 0.25, "3000m"),
+        ("1Gi", 0.25, "256Mi"),
+        ("512Mi", 0.25, "128Mi"),
+        ("1", 1.0, "1"),
+    ],
 )
 def test_quantities_scale_for_smaller_nodes(quantity: str, scale: float, result: str) -> None:
     assert stream.scaled(quantity, scale) == result

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yuniplace.bench import autoscaling, campaign, controlplane, nativegate, report, scale, scenarios, topology
+from yuniplace.bench import (
+    autoscaling,
+    campaign,
+    controlplane,
+    kindcampaign,
+    nativegate,
+    report,
+    scale,
+    scenarios,
+    topology,
+)
 from yuniplace.bench.kueue import KueueManager
 from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
 from yuniplace.kube import workloadapi
@@ -156,6 +166,20 @@ def parser() -> argparse.ArgumentParser:
         metavar="MIN-MAX",
         help="seconds between faults, drawn from this range (default: 20-40)",
     )
+    long_runs.add_argument(
+        "--kind",
+        action="store_true",
+        help="run the fault campaign on a kind cluster of real kubelets instead (yuniplace's image and chart; "
+        "nodes stopped, kubelets killed, networks cut, members failing, images that cannot be pulled); "
+        "with --scenario faults only",
+    )
+    long_runs.add_argument(
+        "--workers",
+        type=int,
+        default=kindcampaign.KindCampaign.workers,
+        metavar="N",
+        help=f"worker nodes of the kind campaign (default: {kindcampaign.KindCampaign.workers})",
+    )
     root.add_argument(
         "--cold-build",
         action="store_true",
@@ -246,6 +270,7 @@ def run_all(
     campaigns: Sequence[campaign.Campaign] = (),
     profiled: bool = False,
     kueue: bool = False,
+    kind_campaigns: Sequence[kindcampaign.KindCampaign] = (),
 ) -> list[dict[str, Any]]:
     results = Results(out_dir / "partial-results.json")
     log_dir = out_dir / "logs"
@@ -466,6 +491,8 @@ def run_all(
         )
     for long_run in campaigns:
         results.append(campaign.run(long_run, out_dir, progress))
+    for on_kind in kind_campaigns:
+        results.append(kindcampaign.run(on_kind, out_dir, progress))
     return results
 
 
@@ -475,6 +502,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gang_size:
         sizes = dataclasses.replace(sizes, gang_sizes=tuple(args.gang_size))
     chosen = args.scenario or list(SCENARIOS)
+    if args.kind and chosen != ["faults"]:
+        parser().error("--kind runs the fault campaign only: give it with --scenario faults and no other scenario")
+    kind_campaigns = [
+        kindcampaign.KindCampaign(
+            duration_s=args.duration, seed=args.seed, workers=args.workers, interval_s=args.fault_interval
+        )
+        for _ in range(1 if args.kind else 0)
+    ]
+    if args.kind:
+        chosen = []
     campaigns = [
         campaign.Campaign(
             duration_s=args.duration,
@@ -497,7 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "controller_args": args.controller_arg,
         "versions": pinned_versions(module_dir(), args.kubernetes),
-        **({"seed": args.seed} if any(name in chosen for name in CAMPAIGNS) else {}),
+        **({"seed": args.seed} if args.kind or any(name in chosen for name in CAMPAIGNS) else {}),
     }
     try:
         results = run_all(
@@ -511,6 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             campaigns,
             args.profile,
             args.kueue if args.kueue is not None else not args.quick,
+            kind_campaigns,
         )
     except (BuildError, ClusterError, TimeoutError, RuntimeError) as error:
         print(f"scripts/bench: {error}", file=sys.stderr)

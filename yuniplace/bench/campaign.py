@@ -64,10 +64,10 @@ class Campaign:
         return "faults" if self.faults else "soak"
 
 
-def queues_yaml(nodes: int) -> str:
+def queues_yaml(nodes: int, node_cpu: int = NODE_CPU) -> str:
     """Each team's namespace is its queue, guaranteed half the cluster's CPU; either may borrow the
     other's idle half, which the other reclaims when it needs it."""
-    half = nodes * NODE_CPU // 2
+    half = nodes * node_cpu // 2
     queue = "          - name: {}\n            resources:\n              guaranteed: {{vcore: {}}}"
     queues = "\n".join(queue.format(team, half) for team in TEAMS)
     return (

@@ -74,6 +74,71 @@ def faults_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def kind_faults_table(result: dict[str, Any]) -> str:
+    """The campaign on kind: what ran and what held, as faults_table, then what 2 cores held and, for
+    every node taken away, Kubernetes' times beside yuniplace's."""
+    lines = [
+        f"### Faults on kind: {result['duration_s'] / 60:.0f} minutes, seed {result['seed']}, {result['workers']} "
+        f"workers (`scripts/bench --scenario faults --kind --seed {result['seed']}` replays it)",
+        "",
+        *_stalls(result),
+        f"The cluster came up in {result['cluster_up_s']:.0f} s (every node Ready), yuniplace's image loaded "
+        f"{result['cluster_loaded_s'] - result['cluster_up_s']:.0f} s later, the chart installed and its two replicas "
+        f"Ready in {result['chart_installed_s']:.0f} s. Gang pods tolerate a NotReady or unreachable node for "
+        f"{result['toleration_s']} s (Kubernetes' default: 300 s).",
+        "",
+    ]
+    used = result.get("resources") or {}
+    if used:
+        lines += [
+            "| what 2 cores held | mean | peak |",
+            "| --- | ---: | ---: |",
+            f"| the cluster's containers, CPU (% of one core) | {used['cluster_cpu_percent_mean']} | "
+            f"{used['cluster_cpu_percent_max']} |",
+            f"| the cluster's containers, memory (MiB) | {used['cluster_mem_mib_mean']} | "
+            f"{used['cluster_mem_mib_max']} |",
+            f"| the host's load (1 min) | {used['host_load1_mean']} | {used['host_load1_max']} |",
+            "",
+        ]
+    lines += ["| faults | kind |", "| ---: | --- |"]
+    lines += [f"| {count} | {kind} |" for kind, count in result["faults"].items()]
+    lines += [f"| **{sum(result['faults'].values())}** | all |", ""]
+    lines += _outcomes(result) + _violations(result)
+    summary = result.get("recovery_summary") or {}
+    if summary.get("by_fault"):
+        lines += [
+            "A node taken away, seconds from the fault (medians): Kubernetes' own marks",
+            "",
+            "| fault | faults | node marked | NotReady | tainted unreachable | first pod evicted for the taint |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {kind} | {row['faults']} | {row['marked']} | {_seconds(row['not_ready_s'])} | "
+            f"{_seconds(row['tainted_s'])} | {_seconds(row['taint_eviction_s'])} |"
+            for kind, row in summary["by_fault"].items()
+        ]
+        lines.append("")
+    if summary.get("by_policy"):
+        lines += [
+            "and yuniplace's, for each gang with a member on a node that was marked (medians):",
+            "",
+            "| policy, how its Job replaces a pod | gangs | GangDegraded | answered | running whole again "
+            "| never whole |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {key} | {row['gangs']} | {_seconds(row['degraded_s'])} | {_seconds(row['answered_s'])} | "
+            f"{_seconds(row['whole_again_s'])} | {row['never_whole']} |"
+            for key, row in summary["by_policy"].items()
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def soak_table(result: dict[str, Any]) -> str:
     lines = _header(result, "Soak")
     left = result["leftovers"]

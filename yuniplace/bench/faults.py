@@ -58,6 +58,8 @@ class Fault:
     at: float  # seconds since the epoch
     detail: str
     down_s: float  # how long the part was away (0: a deletion)
+    node: str | None = None  # the node a node fault took away
+    back_at: float | None = None  # when it was given back
 
 
 class FaultInjector:

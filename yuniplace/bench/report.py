@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from yuniplace.bench import profile
-from yuniplace.bench.campaignreport import faults_table, soak_chart, soak_table
+from yuniplace.bench.campaignreport import faults_table, kind_faults_table, soak_chart, soak_table
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -539,6 +539,7 @@ TABLES = {
     "scale": scale_table,
     "topology": topology_table,
     "faults": faults_table,
+    "kind-faults": kind_faults_table,
     "soak": soak_table,
 }
 

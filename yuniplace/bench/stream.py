@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,9 +43,16 @@ CREATE_WORKERS = 4
 CLEANUP_AFTER_S = 20.0
 ABANDON_AFTER_S = 900.0
 JOB_TTL_S = 30
-# On real kubelets, a Job that replaces a pod as soon as it is being deleted counts each eviction against
-# its backoffLimit: room for every restart its gang may ask.
+# How a Job of the stream replaces a pod that went. ENDED: once the pod has ended (its podFailurePolicy
+# ignores evictions, as the lost-members guide recommends; Kubernetes then sets podReplacementPolicy
+# Failed). AT_ONCE: as soon as the pod is being deleted, even on a node that no longer answers (no
+# podFailurePolicy, so each eviction counts against a backoffLimit high enough for every restart).
+# INDEXED: an Indexed Job with a backoffLimitPerIndex (and the podFailurePolicy), whose pod failure
+# backoff counts each index's failures, not the Job's.
+ENDED, AT_ONCE, INDEXED = "once ended", "at once", "indexed, once ended"
+REPLACEMENTS = (ENDED, AT_ONCE, INDEXED)
 REPLACING_BACKOFF_LIMIT = 100
+BACKOFF_LIMIT_PER_INDEX = 10
 # What the members of a plan's broken group name: no node has it and no registry answers, so the kubelet
 # fails to pull it (ErrImagePull, then ImagePullBackOff) for as long as the pod lives.
 BROKEN_IMAGE = "yuniplace.local/no-such-image:0"
@@ -68,10 +75,11 @@ class Workload:
     lost_node_toleration_s: int | None = None
     # What a long-running Job asks on a lost member, one drawn for each; kwok's always restart.
     policies: tuple[str, ...] = ("restart",)
-    # Whether each Job draws how it replaces a pod: once the pod ended (its podFailurePolicy ignores
-    # evictions, as the guide recommends), or as soon as it is being deleted (no podFailurePolicy, a
-    # high backoffLimit); else every Job has the podFailurePolicy.
-    draws_replacement: bool = False
+    # How a Job replaces a pod that went, one drawn for each; kwok's always ENDED.
+    replacements: tuple[str, ...] = (ENDED,)
+    # Seconds a deleted pod has to end; kwok's 0 deletes it at once, even from a node that no longer
+    # answers, where a real pod stays terminating until its node is back.
+    termination_grace_s: int = 0
     ready_timeout_s: int | None = None  # yuniplace.io/ready-timeout-seconds, else the controller's
     recovery_timeout_s: int | None = None  # yuniplace.io/recovery-timeout-seconds of `release` gangs
 
@@ -80,11 +88,12 @@ KWOK = Workload()
 
 
 def scaled(quantity: str, scale: float) -> str:
-    """A CPU ("500m", "2") or memory ("1Gi") quantity of the stream's, times `scale`."""
+    """A CPU ("500m", "2") or memory ("1Gi", "512Mi") quantity of the stream's, times `scale`."""
     if scale == 1.0:
         return quantity
-    if quantity.endswith("Gi"):
-        return f"{round(float(quantity[:-2]) * 1024 * scale)}Mi"
+    if quantity.endswith(("Gi", "Mi")):
+        mebibytes = float(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
+        return f"{round(mebibytes * scale)}Mi"
     millis = float(quantity[:-1]) if quantity.endswith("m") else float(quantity) * 1000
     return f"{round(millis * scale)}m"
 
@@ -125,7 +134,8 @@ class GangPlan:
     lifetime_s: float | None  # how long it runs once whole; None: its Jobs' pods complete at once
     delete_after_s: float | None  # deleted this long after its creation, partway
     on_loss: str | None = None  # what it asks on a lost member (yuniplace.io/on-member-lost), if anything
-    replaces_at_once: bool = False  # its Jobs replace a pod being deleted at once (no podFailurePolicy)
+    replacement: str = ENDED  # how its Jobs replace a pod that went
+    restart_limit: int | None = None  # yuniplace.io/restart-limit, else the controller's
     broken_group: str | None = None  # the members of this group name an image that cannot be pulled
     created_at: float = 0.0
     all_running_at: float | None = None
@@ -201,8 +211,8 @@ def draw(rng: random.Random, index: int, namespaces: Sequence[str], workload: Wo
         # Long-running Jobs (a training job, say) ask what to do when they lose a member.
         policies = workload.policies
         plan.on_loss = policies[0] if len(policies) == 1 else rng.choice(policies)
-    if kind == "job" and workload.draws_replacement:
-        plan.replaces_at_once = rng.random() < 0.5
+    if kind == "job" and len(workload.replacements) > 1:
+        plan.replacement = rng.choice(workload.replacements)
     return plan
 
 
@@ -256,6 +266,8 @@ def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool, workloa
         notes[keys.READY_TIMEOUT] = str(workload.ready_timeout_s)
     if plan.on_loss == "release" and workload.recovery_timeout_s is not None:
         notes[keys.RECOVERY_TIMEOUT] = str(workload.recovery_timeout_s)
+    if plan.restart_limit is not None:
+        notes[keys.RESTART_LIMIT] = str(plan.restart_limit)
     requests = {"cpu": scaled(group.cpu, workload.scale), "memory": scaled(group.memory, workload.scale)}
     container: dict[str, Any] = {
         "name": "main",
@@ -266,7 +278,11 @@ def _pod_template(plan: GangPlan, group: Group, *, carries_groups: bool, workloa
         container["image"] = BROKEN_IMAGE
     if workload.programs:
         container["command"] = _program(plan)
-    spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [container]}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": workload.termination_grace_s,
+        "containers": [container],
+    }
     if tolerations := _tolerations(workload):
         spec["tolerations"] = tolerations
     return {"metadata": {"labels": {APP_LABEL: plan.app, STREAM_LABEL: "true"}, "annotations": notes}, "spec": spec}
@@ -299,11 +315,12 @@ def manifests(plan: GangPlan, workload: Workload = KWOK) -> list[tuple[str, dict
                 "template": _pod_template(plan, group, carries_groups=True, workload=workload),
             },
         }
-        if plan.replaces_at_once:
-            # Without a podFailurePolicy the Job makes a pod again as soon as the one it replaces is
-            # being deleted (even on a node that no longer answers); evictions count as failures.
+        if plan.replacement == AT_ONCE:
             del job["spec"]["podFailurePolicy"]
             job["spec"]["backoffLimit"] = REPLACING_BACKOFF_LIMIT
+        elif plan.replacement == INDEXED:
+            job["spec"]["completionMode"] = "Indexed"
+            job["spec"]["backoffLimitPerIndex"] = BACKOFF_LIMIT_PER_INDEX
         objects.append((f"/apis/batch/v1/namespaces/{plan.namespace}/jobs", job))
     return objects
 
@@ -348,6 +365,10 @@ class GangStream:
         self._arriving.set()
 
     # -- what the stream did --------------------------------------------------------------------------
+
+    @property
+    def namespaces(self) -> list[str]:
+        return list(self._namespaces)
 
     def gangs(self) -> dict[str, Gang]:
         with self._lock:
@@ -406,7 +427,13 @@ class GangStream:
         plan.created_at = time.time()
         with self._lock:
             self.plans[plan.key] = plan
-        self._pool.submit(self._create, plan)
+        self._pool.submit(self._create, plan).add_done_callback(lambda done: self._created(plan, done))
+
+    def _created(self, plan: GangPlan, done: Future[None]) -> None:
+        """A gang the stream could not even write (its manifests, say) is reported, not lost in the pool."""
+        if (error := done.exception()) is not None:
+            self._report(f"gang {plan.key} not created: {error!r}")
+            plan.outcome = Outcome.NOT_CREATED
 
     # -- ending -----------------------------------------------------------------------------------------
 
