@@ -9,6 +9,7 @@ Not a test: its figures are reported, never asserted on. A seed replays the same
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ from yuniplace.bench.invariants import EventSeen, Gang, PodTrace
 from yuniplace.bench.kindfaults import NODE_FAULTS, Kind, KindFaultInjector, Setup
 from yuniplace.bench.observer import NodeObserver, NodeTrace, PodObserver
 from yuniplace.bench.stream import REPLACEMENTS, GangStream, Workload
-from yuniplace.kube import KubeClient
+from yuniplace.kube import ApiError, KubeClient
 from yuniplace.localcluster.kind import KindCluster
 from yuniplace.localcluster.kinddocker import docker
 from yuniplace.localcluster.kindimage import YUNIPLACE_IMAGE
@@ -371,6 +372,27 @@ def controller_restarts(client: KubeClient, started: float) -> list[dict[str, An
     return rows
 
 
+def save_logs(cluster: KindCluster, client: KubeClient, logs: Path) -> None:
+    """Each replica's log (and its previous container's, where it started again), kept before the
+    cluster goes: what a figure or a violation asks to be explained."""
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**cluster.images.env(), "KUBECONFIG": str(cluster.kubeconfig)}
+    selector = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/name=yuniplace"
+    for pod in client.get(f"/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods", labelSelector=selector)["items"]:
+        name = pod["metadata"]["name"]
+        for previous in (False, True):
+            result = subprocess.run(
+                ["kubectl", "logs", "-n", SYSTEM_NAMESPACE, name, *(["--previous"] if previous else [])],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
+            if result.returncode == 0:
+                (logs / f"{name}{'.previous' if previous else ''}.log").write_text(result.stdout)
+
+
 def run(campaign: KindCampaign, out_dir: Path, report: Callable[[str], None]) -> dict[str, Any]:
     """Run the campaign on a fresh kind cluster and return its figures and violations."""
     report(
@@ -473,5 +495,7 @@ def run(campaign: KindCampaign, out_dir: Path, report: Callable[[str], None]) ->
             observer.stop()
         if nodes is not None:
             nodes.stop()
+        with contextlib.suppress(ApiError, OSError, subprocess.SubprocessError):
+            save_logs(cluster, cluster.client(), out_dir / "logs" / SCENARIO)
         if not campaign.keep:
             cluster.down()
