@@ -219,6 +219,17 @@ def test_a_member_first_in_its_queue_waits_no_longer_than_its_timeout() -> None:
     ) == [("app-0",)]
 
 
+def test_members_made_after_their_gang_was_evicted_wait_in_the_queue_as_a_new_gang() -> None:
+    """A Job makes its pods again after its gang was evicted whole (a reclaim): they are of a story not
+    begun yet, held to their queue's timeout once first there, not to the evicted story's end."""
+    evicted = originator(states=[(T0, "Running")], terminal_at=T0 + 20, phase="Failed", ungated_at=T0 + 1)
+    again = trace("app-1", first_seen=T0 + 30, gated_since=T0 + 30, ungated_at=T0 + 150)
+    assert inv.gated_past_deadline(observed(evicted, again, now=T0 + 400)) == []
+    first_in_queue = trace("app-2", first_seen=T0 + 30, gated_since=T0 + 30, queued_since=T0 + 40)
+    found = inv.gated_past_deadline(observed(evicted, first_in_queue, now=T0 + 40 + GANG.timeout_s + GRACE + 1))
+    assert names(found, inv.GATED_PAST_DEADLINE) == [("app-2",)]
+
+
 def test_members_of_a_deleted_originator_wait_the_default_timeout_at_most() -> None:
     deleted = trace("app-0", gated_since=T0, deleting_at=T0 + 1, gone_at=T0 + 1)
     executor = trace("app-1", gated_since=T0)
@@ -329,6 +340,24 @@ def test_a_restarting_gang_evicted_whole_soon_after_a_loss_and_started_again_is_
     again = [job_member("w-3", T0 + 60), job_member("w-4", T0 + 60), job_member("w-5", T0 + 130)]
     seen = observed(*first, *again, gangs={APP: RESTARTING})
     assert inv.short_restarting_gangs(seen) == []
+
+
+def test_a_restarting_gang_whose_members_succeed_as_they_are_evicted_is_evicted_whole() -> None:
+    """Told to stop, a member's program may end well: evicted, it is no longer up all the same."""
+    on_lost_node = job_member("w-0", T0 + 5, node="node-1")
+    evicted = [
+        job_member(name, T0 + 5, deleting_at=T0 + 66, disruption=inv.EVICTED, phase="Succeeded", terminal_at=T0 + 67)
+        for name in ("w-1", "w-2")
+    ]
+    lost = dataclasses.replace(on_lost_node, deleting_at=T0 + 66, disruption="DeletionByTaintManager")
+    again = [job_member(f"w-{i}", T0 + 300) for i in (3, 4, 5)]
+    seen = observed(lost, *evicted, *again, gangs={APP: RESTARTING}, node_troubles={"node-1": [(T0 + 60, None)]})
+    assert inv.short_restarting_gangs(seen) == []
+    assert inv.unreported_losses(seen) == []
+    # Left running instead, they keep it short past the bound.
+    kept = [dataclasses.replace(p, deleting_at=None, phase="Running", terminal_at=None) for p in evicted]
+    left = observed(on_lost_node, *kept, gangs={APP: RESTARTING}, node_troubles={"node-1": [(T0 + 60, None)]})
+    assert names(inv.short_restarting_gangs(left), inv.SHORT_TOO_LONG) == [("w-0",)]
 
 
 def test_a_restarting_gang_left_short_breaks_the_bound() -> None:

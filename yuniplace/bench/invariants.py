@@ -346,13 +346,22 @@ def gated_past_deadline(observed: Observed) -> list[Violation]:
             if member.gated_since is None:
                 continue
             story = incarnation_of(stories, member.first_seen)
-            bounds = [t for t in (story.ended,) if t is not None]
+            # Made after its story ended (its Job's pod for one evicted whole by a reclaim or a restart),
+            # it is of the next story, not begun yet: it waits in its queue like a new gang.
+            later = story.ended is not None and member.first_seen > story.ended
+            bounds = [t for t in (story.ended,) if t is not None and not later]
             if gone is not None:
                 bounds.append(gone + observed.default_timeout_s)
-            if story.anchor is not None:
+            if story.anchor is not None and not later:
                 bounds.append(story.anchor + gang.timeout_s)
             else:
-                queued = [t.queued_since for t in traces if t.queued_since is not None and not t.placeholder]
+                queued = [
+                    t.queued_since
+                    for t in traces
+                    if t.queued_since is not None
+                    and not t.placeholder
+                    and (not later or (story.ended is not None and t.first_seen > story.ended))
+                ]
                 if queued:
                     bounds.append(max(queued) + gang.timeout_s)
             if not bounds:
@@ -630,25 +639,32 @@ class Episode:
 
 def short_episodes(traces: Iterable[PodTrace], gang: Gang, observed: Observed) -> list[Episode]:
     """The times a started gang had fewer members up than its minimum (a member lost; those that
-    succeeded still count), each until it was back at it or evicted whole."""
+    succeeded still count), each until it was back at it or evicted whole: none of its members that
+    have not succeeded left up (a member that succeeds once evicted, its program ending as it is
+    told to, is evicted all the same)."""
     minimum = sum(gang.groups.values())
-    changes: list[tuple[float, int, str]] = []
+    changes: list[tuple[float, int, int, str]] = []  # when, members up, members up and not succeeded, who
     for member in _members(traces):
+        done = member.terminal_at if member.phase == "Succeeded" and member.terminal_at is not None else None
         for start, end in up_spans(member, gang, observed):
-            changes.append((start, 1, member.name))
+            changes.append((start, 1, 1, member.name))
             if end != float("inf"):
-                changes.append((end, -1, member.name))
+                changes.append((end, -1, -1, member.name))
+            elif done is not None and done >= start:
+                changes.append((done, 0, -1, member.name))
     episodes: list[Episode] = []
-    up, started = 0, False
+    up = live = 0
+    started = False
     short: tuple[float, str] | None = None  # since when it has been short, and the member that went
-    for at, step, name in sorted(changes):
+    for at, step, live_step, name in sorted(changes):
         up += step
-        ended = up >= minimum or up == 0  # back at its minimum, or evicted whole (restarted, or failed)
+        live += live_step
+        ended = up >= minimum or live == 0  # back at its minimum, or evicted whole (restarted, or failed)
         if short is not None and ended:
             episodes.append(Episode(short[0], short[1], at, len(episodes) + 1))
             short = None
-        started = up >= minimum or (started and up > 0)  # evicted whole, its next attempt starts anew
-        if started and 0 < up < minimum and short is None:
+        started = up >= minimum or (started and live > 0)  # evicted whole, its next attempt starts anew
+        if started and up < minimum and live > 0 and short is None:
             short = (at, name)
     if short is not None:
         episodes.append(Episode(short[0], short[1], None, len(episodes) + 1))
