@@ -29,7 +29,7 @@ from yuniplace.localcluster.cluster import wait_until
 from yuniplace.localcluster.kinddocker import docker
 
 NODE_READY_S = 180.0  # a node started again (or its kubelet, or its network) is Ready within this
-LEASE_MOVED_S = 120.0
+PROGRAM_ENDED_S = 20.0  # a program told to stop has ended, as its pod's status says, within this
 FAULT_COMMENT = "yuniplace-fault"  # marks the firewall rules a network cut adds, for their removal
 BROKEN_POLICIES = ("restart", "release")  # what a gang whose image cannot be pulled asks
 BROKEN_RESTART_LIMIT = 1  # its second loss fails it: every attempt of it meets the same image
@@ -139,17 +139,27 @@ def leader_node(client: KubeClient, namespace: str, lease: str) -> tuple[str, st
     return (holder, str(node)) if node else None
 
 
-def stop_program(env: Mapping[str, str], namespace: str, pod: str) -> None:
+def stop_program(client: KubeClient, env: Mapping[str, str], namespace: str, pod: str) -> None:
     """SIGTERM to the member's program (PID 1 of its container), which exits 1: a program that failed.
-    Through `kubectl exec`, as a user reaches a container."""
-    subprocess.run(
-        ["kubectl", "exec", "-n", namespace, pod, "-c", "main", "--", "sh", "-c", "kill 1"],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    Through `kubectl exec`, as a user reaches a container; the exec may end with the container it runs
+    in (137), which is the fault made, not failed."""
+    command = ["kubectl", "exec", "-n", namespace, pod, "-c", "main", "--", "sh", "-c", "kill 1"]
+    result = subprocess.run(command, env=dict(env), capture_output=True, text=True, timeout=60, check=False)
+    if result.returncode == 0:
+        return
+    try:
+        wait_until(lambda: not _still_running(client, namespace, pod), PROGRAM_ENDED_S, interval_s=0.5)
+    except TimeoutError:
+        raise subprocess.CalledProcessError(result.returncode, command, result.stdout, result.stderr) from None
+
+
+def _still_running(client: KubeClient, namespace: str, pod: str) -> bool:
+    try:
+        found = client.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+    except NotFound:
+        return False
+    statuses = found.get("status", {}).get("containerStatuses") or []
+    return any("running" in (s.get("state") or {}) for s in statuses)
 
 
 # -- the campaign's injector -----------------------------------------------------------------------------
@@ -278,7 +288,7 @@ class KindFaultInjector:
             return "nothing (no member running)"
         app, namespace, pod, _node = self._rng.choice(asking or members)
         self._stream.note_failed(app, time.time())
-        stop_program(self._setup.env, namespace, pod)
+        stop_program(self._client, self._setup.env, namespace, pod)
         return f"{pod} of {app} told to stop (its gang: {plans[app].on_loss or 'no policy'})"
 
     def _broken_gang(self) -> str:
