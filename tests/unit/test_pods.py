@@ -393,6 +393,12 @@ def test_waiting_reasons_say_which_container_waits_and_why() -> None:
     assert p.waiting_reasons(pod()) == []
 
 
+def test_container_statuses_of_any_shape_are_read_without_failing() -> None:
+    odd = {"status": {"containerStatuses": ["x", {"state": "y"}, {"state": {"waiting": 3}}, {"name": "m"}]}}
+    assert p.waiting_reasons(odd) == []
+    assert "containerStatuses" not in p.trim(odd)["status"]
+
+
 def test_trim_keeps_node_constraints_of_gangs_shaped_like_their_pods() -> None:
     pod = {
         **FULL_POD,

@@ -318,11 +318,20 @@ def unready_since(pod: Mapping[str, Any]) -> float | None:
 
 def waiting_reasons(pod: Mapping[str, Any]) -> list[str]:
     """Why each of its containers still waits to run ("main: ErrImagePull"), as the kubelet says."""
-    return [
-        f"{c.get('name')}: {reason}"
-        for c in pod.get("status", {}).get("containerStatuses") or []
-        if (reason := ((c.get("state") or {}).get("waiting") or {}).get("reason"))
-    ]
+    return [f"{c['name']}: {c['reason']}" for c in _waiting(pod.get("status", {}))]
+
+
+def _waiting(status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The container statuses that wait, each as {name, reason}; whatever else the list holds (anyone
+    allowed to write pods' status may write it) is passed over."""
+    found = []
+    for status_of in status.get("containerStatuses") or []:
+        state = status_of.get("state") if isinstance(status_of, dict) else None
+        waiting = state.get("waiting") if isinstance(state, dict) else None
+        reason = waiting.get("reason") if isinstance(waiting, dict) else None
+        if isinstance(reason, str) and reason:
+            found.append({"name": status_of.get("name"), "reason": reason})
+    return found
 
 
 KEPT_METADATA = (
@@ -378,11 +387,7 @@ def trim(pod: Mapping[str, Any], identity: Identity | None = None) -> Pod:
     conditions = [c for c in status.get("conditions") or [] if c.get("type") in KEPT_CONDITIONS]
     if conditions:
         kept_status["conditions"] = conditions
-    waiting = [
-        {"name": c.get("name"), "state": {"waiting": {"reason": reason}}}
-        for c in status.get("containerStatuses") or []
-        if (reason := ((c.get("state") or {}).get("waiting") or {}).get("reason"))
-    ]
+    waiting = [{"name": c["name"], "state": {"waiting": {"reason": c["reason"]}}} for c in _waiting(status)]
     if waiting:
         kept_status["containerStatuses"] = waiting
     return {
