@@ -458,8 +458,13 @@ def test_a_release_is_not_cancelled_by_a_replacement_that_cannot_be_placed(
     released = event_with(cluster, namespace, "GangReleased")
     assert "past its recovery timeout (20s): evicting its 3 pods" in released["message"], released
     assert not events_for(cluster, namespace, "GangRecovered")
-    gone = cluster.get_pod(namespace, p.name(replacement))
-    assert gone is None or p.is_deleting(gone) or p.phase(gone) == "Failed", gone
+
+    def evicted_with_its_gang() -> bool:
+        # The event is posted before the evictions it announces: they follow.
+        gone = cluster.get_pod(namespace, p.name(replacement))
+        return gone is None or p.is_deleting(gone) or p.phase(gone) == "Failed"
+
+    wait_until(evicted_with_its_gang, WAIT_S)
     running_pods(cluster, namespace, "next", 2, timeout_s=WAIT_S)
 
 

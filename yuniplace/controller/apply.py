@@ -234,8 +234,9 @@ class Executor:
             except (TooManyRequests, Forbidden) as error:
                 return f"pod {p.name(pod)}: {error.message}"
         # One after another: each eviction updates the pods' PodDisruptionBudget, and concurrent ones
-        # conflict on it, which the API answers with 429s to back off from.
-        for pod in pods:
+        # conflict on it, which the API answers with 429s to back off from. Those not on a node yet go
+        # first: evicted after the others, one could be bound to the room they free and run alone.
+        for pod in sorted(pods, key=lambda pod: bool(p.node_name(pod))):
             self._evict(pod)
         return None
 
