@@ -13,8 +13,9 @@ import enum
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
@@ -29,6 +30,8 @@ FAULT_TAINT = "faults.yuniplace.io/fault"
 COMPONENT_START_TIMEOUT_S = 120.0
 RECOVERY_RETRY_S = 5.0
 RECOVERY_ATTEMPTS = 10
+
+K = TypeVar("K")
 
 
 class Kind(enum.StrEnum):
@@ -62,6 +65,23 @@ class Fault:
     back_at: float | None = None  # when it was given back
 
 
+def once_a_round(kinds: Iterable[K], rng: random.Random) -> Iterator[K]:
+    """Every kind once per round, in an order drawn anew each round: a short campaign still meets
+    each of them, and no kind waits long for its turn."""
+    while True:
+        drawn = list(kinds)
+        rng.shuffle(drawn)
+        yield from drawn
+
+
+def counted(kinds: Iterable[enum.StrEnum], faults: Iterable[Fault]) -> dict[str, int]:
+    """How many faults of each kind were made, every kind named."""
+    counts = dict.fromkeys((k.value for k in kinds), 0)
+    for fault in faults:
+        counts[fault.kind] += 1
+    return counts
+
+
 class FaultInjector:
     """Injects a fault every `interval_s` (drawn from the range) from `run(stop)` until stopped."""
 
@@ -91,16 +111,8 @@ class FaultInjector:
         self.faults: list[Fault] = []
         self._recoveries: list[threading.Thread] = []
 
-    def _kinds(self) -> Iterator[Kind]:
-        """Every kind once per round, in an order drawn anew each round: a short campaign still meets
-        each of them, and no kind waits long for its turn."""
-        while True:
-            kinds = list(Kind)
-            self._rng.shuffle(kinds)
-            yield from kinds
-
     def run(self, stop: threading.Event) -> None:
-        kinds = self._kinds()
+        kinds = once_a_round(Kind, self._rng)
         while not stop.wait(self._rng.uniform(*self._interval_s)):
             kind = next(kinds)
             at = time.time()
@@ -271,7 +283,4 @@ class FaultInjector:
             self._report(f"could not recover ({what}): {error}")
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys((k.value for k in Kind), 0)
-        for fault in self.faults:
-            counts[fault.kind] += 1
-        return counts
+        return counted(Kind, self.faults)

@@ -17,10 +17,10 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from yuniplace.bench.faults import Fault
+from yuniplace.bench.faults import Fault, counted, once_a_round
 from yuniplace.bench.observer import PodObserver
 from yuniplace.bench.stream import GangPlan, GangStream, Group
 from yuniplace.kube import ApiError, KubeClient, NotFound
@@ -201,14 +201,8 @@ class KindFaultInjector:
         self.faults: list[Fault] = []
         self._broken = 0
 
-    def _kinds(self) -> Iterator[Kind]:
-        while True:
-            kinds = list(Kind)
-            self._rng.shuffle(kinds)
-            yield from kinds
-
     def run(self, stop: threading.Event) -> None:
-        kinds = self._kinds()
+        kinds = once_a_round(Kind, self._rng)
         while not stop.wait(self._rng.uniform(*self._interval_s)):
             kind = next(kinds)
             at = time.time()
@@ -220,10 +214,7 @@ class KindFaultInjector:
             self._report(f"fault {len(self.faults)}: {kind.value}: {fault.detail}")
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys((k.value for k in Kind), 0)
-        for fault in self.faults:
-            counts[fault.kind] += 1
-        return counts
+        return counted(Kind, self.faults)
 
     def _inject(self, kind: Kind, at: float) -> Fault:
         if kind == Kind.MEMBER_EXITED:
