@@ -92,3 +92,11 @@ def installed(kind: Kind) -> Iterator[Kind]:
     TIMINGS["helm install --wait (2 replicas Ready)"] = time.monotonic() - started
     yield kind
     kind.helm("uninstall", RELEASE, "-n", RELEASE_NAMESPACE, "--ignore-not-found", "--wait", "--timeout", "180s")
+
+
+@pytest.fixture
+def namespace(installed: Kind, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, named after it, deleted after it."""
+    name = installed.namespace(request.node.name.replace("_", "-")[5:30].rstrip("-"))
+    yield name
+    installed.delete_namespace(name)

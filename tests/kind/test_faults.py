@@ -14,8 +14,6 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
-import pytest
-
 from tests.kind.support import RELEASE, RELEASE_NAMESPACE, Kind, Pod, container_running, pause_pod, task_group, wait
 from yuniplace.bench import kindfaults
 from yuniplace.bench.kindcampaign import WORKLOAD
@@ -30,13 +28,6 @@ NODE_BACK_S = kindfaults.NODE_READY_S
 # A member not Ready for this long counts as lost.
 READY_TIMEOUT_S = 20
 LOST_FOR_ITS_IMAGE = re.compile(r"not Ready for \d+s \(main: (ErrImagePull|ImagePullBackOff)\)")
-
-
-@pytest.fixture
-def namespace(installed: Kind, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = installed.namespace(request.node.name.replace("_", "-")[5:30].rstrip("-"))
-    yield name
-    installed.delete_namespace(name)
 
 
 def workers(kind: Kind) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,13 +33,6 @@ from yuniplace.gang import keys
 from yuniplace.kube import ApiError
 
 LANDED = re.compile(r"task group \S+: (\d+) member\(s\) bound in [0-9.]+s, (\d+) on their reserved nodes")
-
-
-@pytest.fixture
-def namespace(installed: Kind, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = installed.namespace(request.node.name.replace("_", "-")[5:30].rstrip("-"))
-    yield name
-    installed.delete_namespace(name)
 
 
 def landed_on_reserved_nodes(kind: Kind, namespace: str) -> list[tuple[int, dict[str, Any]]]:
