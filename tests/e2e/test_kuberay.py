@@ -510,5 +510,14 @@ def test_a_ray_cluster_made_again_after_hard_style_failed_it_backs_off_and_its_a
     wait_until(lambda: len(failed_at_once()) >= 3, 120)  # KubeRay keeps making them; each fails at once
     reservations = events_for(cluster, namespace, "CreatingPlaceholders")
     assert len(reservations) == 2, [e["message"] for e in reservations]
-    rows = status.collect(cluster.client, namespace, None)
-    assert any(row["state"] == "Failed" and row["note"].startswith("failed: ") for row in rows), rows
+
+    # KubeRay deletes the failed pods and makes new ones several times a second, and `status` shows the pods
+    # of the moment: between two of its rounds there are none, or new ones yuniplace has not failed yet.
+    # Whenever it holds pods yuniplace has failed, it must say why.
+    def failed_rows() -> list[dict[str, Any]]:
+        rows = status.collect(cluster.client, namespace, None)
+        said_failed = [row for row in rows if row["state"] == "Failed"]
+        assert all(row["note"].startswith("failed: ") for row in said_failed), said_failed
+        return said_failed
+
+    wait_until(failed_rows, 30)
