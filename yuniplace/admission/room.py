@@ -85,6 +85,17 @@ class RoomView:
         names = set(nodes)
         return any(c.accepts(node) for node in self.nodes if node.name in names for c in self.competing)
 
+    def seats_taken(self, seated: Iterable[tuple[str, Pod]]) -> list[str]:
+        """The nodes among `seated` (each a node and the gated pod seated there) that no longer hold
+        all the pods seated on them: another pod was bound into the room they were given."""
+        left: dict[str, dict[str, int]] = {}
+        for node, pod in seated:
+            room = left.setdefault(node, dict(self.free.get(node, {})))
+            for name, amount in {**from_decimals(pod_requests(pod.get("spec", {}))), "pods": 1000}.items():
+                if name in room:
+                    room[name] -= amount
+        return sorted(node for node, room in left.items() if node not in self.free or min(room.values(), default=0) < 0)
+
     def room(self, released: Iterable[str] = ()) -> Room:
         """The free room, with what the pods `released` (uids) take given back, as if they were gone.
         The view itself is left as it was: the released room lies over it, so trying a removal costs

@@ -63,6 +63,7 @@ class Refusals:
 
     placeholders: str | None = None  # why it would not create them
     eviction: str | None = None  # why it would not evict the gang's pods
+    seats_held: bool = False  # members started directly were nominated but not released: see Executor.apply
 
 
 PREFERENCE_WEIGHT = 100
@@ -157,10 +158,12 @@ class Executor:
         *,
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
+        seats_hold: Callable[[p.AppKey, Sequence[Swap], int], bool] = lambda _key, _swaps, _version: True,
         pod_group_status_path: Callable[[PodGroupApi, p.AppKey], str] = status_path,
     ) -> None:
         self._client = client
         self._contended = contended
+        self._seats_hold = seats_hold
         self._pod_group_status_path = pod_group_status_path
         self._store = store
         self._recorder = recorder
@@ -198,13 +201,20 @@ class Executor:
         for swap in plan.swaps:
             self._landings.expect(swap, plan.key, plan.originator)
         pins = plan.pins
-        if self._contended(plan.key):
+        held = False
+        direct = [swap for swap in plan.swaps if swap.direct]
+        if direct or self._contended(plan.key):
             # A batch of nominated swaps goes step by step: every nomination, then every placeholder
             # deleted, then every member released. No member is released while a placeholder of its
             # batch still holds room it is nominated to, which would make the two count twice there.
-            self._each(self._nominate, plan.swaps)
-            self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in plan.swaps if s.placeholder])
-            self._each(lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())), plan.swaps)
+            # A seat holds nothing until its member's nomination does: a pod kube-scheduler took up
+            # before it saw the nominations may have taken one, so members started directly are
+            # released only once the seats are seen to hold (else they stay nominated, and gated).
+            version = max(self._each(self._nominate, plan.swaps), default=0)
+            held = bool(direct) and not self._seats_hold(plan.key, direct, version)
+            going = [swap for swap in plan.swaps if not (held and swap.direct)]
+            self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in going if s.placeholder])
+            self._each(lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())), going)
         else:
             # Steered, not nominated, each member counts only once it is released, on the node its own
             # placeholder has just left: each swap goes at its own pace, and the first members are
@@ -219,7 +229,7 @@ class Executor:
         api = pod_group_api([plan.originator] if plan.originator is not None else [])
         if plan.pod_group_status is not None and api is not None:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
-        return Refusals(refusals[0] if refusals else None, eviction)
+        return Refusals(refusals[0] if refusals else None, eviction, held)
 
     def _evict_all(self, pods: list[Pod]) -> str | None:
         """Evict every pod, or none: each eviction is tried as a dry run first, so that a
@@ -291,23 +301,27 @@ class Executor:
             self._delete(swap.placeholder, "swapped")
         self._ungate(swap.member, marker=swap.marker, prefer=swap.node, pins=pins)
 
-    def _nominate(self, swap: Swap) -> None:
+    def _nominate(self, swap: Swap) -> int:
         """Step 1 of a swap: nominate the member to the reserved node while its placeholder (or, started
         directly, admission's count of its seat) still holds the room. kube-scheduler counts a
-        nominated pod's requests as taken on that node for pods of lower or equal priority (from 1.37
-        while the pod is still gated, before that from its release on), so no other pod can take the
-        room once the member is released; and a nomination, unlike a node pin, lets the member go
-        elsewhere if the node fails it after all."""
+        nominated pod's requests as taken on that node for pods of lower or equal priority from the
+        moment it sees the nomination, gated or not (its queue records the nomination of a gated pod
+        updated), so no pod it takes up after that can take the room; and a nomination, unlike a node
+        pin, lets the member go elsewhere if the node fails it after all. Return the member's
+        resourceVersion once nominated."""
         member, marker = swap.member, swap.marker
-        if marker is None or p.annotations_of(member).get(marker[0]) == marker[1]:
-            return
+        done = p.annotations_of(member).get(marker[0]) == marker[1] if marker else True
+        if marker is None or (done and p.nominated_node(member) == swap.node):
+            return p.resource_version(member)
         # One write for both: pods/status accepts metadata, and the annotation tells a restarted
         # controller which placeholder this pod is taking the place of (or which seat it was given).
         step_one = {
             "metadata": {"annotations": {marker[0]: marker[1]}},
             "status": {"nominatedNodeName": swap.node},
         }
-        self._store.upsert(self._client.patch(f"{_pod_path(member)}/status", step_one, decode=watched.PODS.object))
+        nominated = self._client.patch(f"{_pod_path(member)}/status", step_one, decode=watched.PODS.object)
+        self._store.upsert(nominated)
+        return p.resource_version(nominated)
 
     def _ungate(
         self, pod: Pod, marker: tuple[str, str] | None = None, prefer: str | None = None, pins: Sequence[Pin] = ()

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +19,7 @@ from yuniplace.controller.landings import Landings
 from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
-from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
+from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings, Swap
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.restarts import RestartLedger
@@ -44,6 +44,12 @@ MAX_RECONCILE_SPACING_S = 0.1
 # thousands of pod events then cost at most a tenth of a core, whatever they are.
 RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
+# A gang started directly whose seats are not yet seen to hold is looked at again this often; past the
+# limit, a pod that still waits to be tried no longer holds it back (a seat taken always does).
+SEATS_RECHECK_S = 0.05
+SEATS_CONTENDED_LIMIT_S = 10.0
+# How long a reconcile waits for the pod watch to bring back the nominations it wrote.
+WATCH_CATCH_UP_S = 2.0
 SYNC_TIMEOUT_S = 120.0
 
 
@@ -81,6 +87,7 @@ class Controller:
             self.metrics,
             self._landings,
             contended=self._contended,
+            seats_hold=self._seats_hold,
             pod_group_status_path=self.pod_groups.status_path,
         )
         # The controller's bookkeeping, shared by the watch, the workers and the gauges: under one lock.
@@ -96,6 +103,11 @@ class Controller:
         self._degraded: set[p.AppKey] = set()  # started gangs reported below their minimum
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
+        # The newest pod resourceVersion the watch has brought: every pod written before it is known.
+        self._seen_version = 0
+        self._seen = threading.Condition(self._lock)
+        # Gangs started directly whose members wait for their seats to be seen to hold: since when.
+        self._seats_contended_since: dict[p.AppKey, float] = {}
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
         # covers every namespace even when only one namespace's applications are managed.
@@ -149,12 +161,47 @@ class Controller:
         with self._lock:
             return any(owner != key for owner in self._waiting.values())
 
+    def _seats_hold(self, key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
+        """Whether the members of a gang started directly, nominated to their seats (`version`: the
+        newest of those writes), may be released. kube-scheduler takes up pods in the order the API
+        server stored them, so once the watch has brought the nominations back, every pod it might have
+        placed before seeing them is known here: none of them may still be waiting to be tried for a seat
+        node, and no seat may have been taken. Until then the members stay gated; their nominations hold
+        the seats against every pod that comes after them."""
+        if self.admission is None:
+            return True
+        with self._seen:
+            if not self._seen.wait_for(lambda: self._seen_version >= version, WATCH_CATCH_UP_S):
+                return False
+        view = self.admission.room.view()
+        taken = view.seats_taken((swap.node, swap.member) for swap in swaps)
+        now = time.monotonic()
+        with self._lock:
+            since = self._seats_contended_since.setdefault(key, now)
+        contended = view.contended({swap.node for swap in swaps}) and now - since < SEATS_CONTENDED_LIMIT_S
+        if taken or contended:
+            log.info(
+                "%s: not releasing its members yet: %s",
+                key,
+                f"seats taken on {', '.join(taken)}" if taken else "a pod that may take a seat waits to be tried",
+            )
+            return False
+        with self._lock:
+            self._seats_contended_since.pop(key, None)
+        return True
+
     def _capacity_changed(self) -> None:
         if self.admission is not None:
             self.admission.capacity_changed()
 
     def _managed(self, pod: p.Pod) -> bool:
         return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
+
+    def _saw(self, version: int) -> None:
+        with self._seen:
+            if version > self._seen_version:
+                self._seen_version = version
+                self._seen.notify_all()
 
     def _on_list(self, pods: list[p.Pod]) -> None:
         if self.admission is not None:
@@ -166,6 +213,7 @@ class Controller:
             self._waiting = waiting
         for key in self.store.replace(pods):
             self.queue.add(key)
+        self._saw(max((p.resource_version(pod) for pod in pods), default=0))
 
     def _on_event(self, kind: str, pod: p.Pod) -> None:
         """Take one pod's change in; a pod that cannot be read is skipped, never the watch that brings
@@ -175,6 +223,7 @@ class Controller:
         except Exception:
             meta = pod.get("metadata") or {}
             log.exception("cannot take in the %s of pod %s/%s; skipped", kind, meta.get("namespace"), meta.get("name"))
+        self._saw(p.resource_version(pod))
 
     def _take_in(self, kind: str, pod: p.Pod) -> None:
         if self.admission is not None:
@@ -309,6 +358,8 @@ class Controller:
             with self._lock:
                 self._refusals[key] = refused.placeholders
             self.queue.add(key)
+        if refused.seats_held:
+            self.queue.add_after(key, SEATS_RECHECK_S)
         if refused.eviction is not None and plan.originator is not None:
             # Not the whole gang may go: none of it does; a reclaim looks elsewhere, a restart is tried
             # again at the next look.
@@ -368,6 +419,7 @@ class Controller:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
                 self._refusals.pop(key, None)
+                self._seats_contended_since.pop(key, None)
             else:
                 self._states[key] = plan.state
 

@@ -196,6 +196,15 @@ def scheduler_name(pod: Mapping[str, Any]) -> str:
     return str(pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER)
 
 
+def resource_version(pod: Mapping[str, Any]) -> int:
+    """The pod's resourceVersion as a number, 0 where it has none: the API server's are etcd revisions,
+    so the newer of two versions of a pod, and the order of a watch's events, can be told by it."""
+    try:
+        return int((pod.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 def is_concerned(
     pod: Mapping[str, Any], schedulers: frozenset[str] = DEFAULT_SCHEDULERS, identity: Identity | None = None
 ) -> bool:

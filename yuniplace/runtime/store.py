@@ -22,13 +22,6 @@ Pod = p.Pod
 MAX_TOMBSTONES = 20_000
 
 
-def _version(pod: Pod) -> int:
-    try:
-        return int(pod["metadata"].get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
 class PodStore:
     def __init__(
         self, schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS, clock: Callable[[], float] = time.time
@@ -113,11 +106,11 @@ class PodStore:
         identity = p.identify(pod)
         key = p.app_key(pod, identity)
         with self._lock:
-            version = _version(pod)
+            version = p.resource_version(pod)
             if self._deleted.get(uid, -1) >= version:
                 return None
             current = self._pods.get(uid)
-            if current is not None and _version(current) > version:
+            if current is not None and p.resource_version(current) > version:
                 return self._keys.get(uid)
             if key is None or not p.is_concerned(pod, self._schedulers, identity):
                 return self._drop(uid)
@@ -127,7 +120,7 @@ class PodStore:
     def delete(self, pod: Pod) -> p.AppKey | None:
         uid = p.uid(pod)
         with self._lock:
-            self._deleted[uid] = max(self._deleted.get(uid, 0), _version(pod))
+            self._deleted[uid] = max(self._deleted.get(uid, 0), p.resource_version(pod))
             self._deleted.move_to_end(uid)
             while len(self._deleted) > MAX_TOMBSTONES:
                 self._deleted.popitem(last=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from tests.planning import (
     APP,
     GROUPS,
@@ -11,9 +13,11 @@ from tests.planning import (
     driver,
     executor,
     names,
+    nominated,
     ph_name,
     plan_of,
     reasons,
+    with_record,
 )
 from yuniplace.admission.tickets import Granted, Waiting
 from yuniplace.controller.lifecycle import RESYNC_S, plan_application
@@ -128,6 +132,25 @@ def test_a_gang_given_seats_starts_its_members_on_them_without_placeholders() ->
     assert reasons(plan) == ["TaskGroupMatch", "GangStarting"]
     assert "all 3 pods exist and the whole gang fits now: starting them on 3 node(s)" in plan.events[1].note
     assert plan.annotate[keys.STATE] == "Reserved" and keys.RESERVATION_STARTED in plan.annotate
+
+
+def test_members_held_on_their_seats_go_to_them_on_the_next_look_and_only_to_them() -> None:
+    """Members started directly stay nominated and gated until their seats are seen to hold (the executor
+    holds them back); the next look sends each to its seat again, never into normal scheduling."""
+    pods = [driver(), executor(0), executor(1)]
+    seats = Granted(seats=(("driver", ("node-a",)), ("exec", ("node-b", "node-c"))))
+    started = plan_of(pods, ticket=seats)
+    held = with_record([copy.deepcopy(pod) for pod in pods], started.annotate)
+    for swap in started.swaps:  # nominated and marked, still gated
+        member = next(pod for pod in held if p.name(pod) == p.name(swap.member))
+        nominated(member, swap.node)["metadata"]["annotations"][keys.SEAT] = swap.node
+    again = plan_application(Application.of(KEY, held), NOW + 1)
+    assert again.state == AppState.RESERVED and not again.create and again.ungate == []
+    assert [(p.name(s.member), s.node, s.direct) for s in again.swaps] == [
+        ("driver", "node-a", True),
+        ("exec-0", "node-b", True),
+        ("exec-1", "node-c", True),
+    ]
 
 
 def test_a_member_larger_than_its_group_is_seated_as_large_as_it_is() -> None:

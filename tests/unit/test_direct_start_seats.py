@@ -1,0 +1,99 @@
+"""A gang started directly: its members are released only once their seats are seen to hold (apply.py,
+the controller's check, and the room's count of a seat taken)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from yuniplace.admission.room import RoomView
+from yuniplace.controller.apply import Executor
+from yuniplace.controller.plan import Plan, Swap
+from yuniplace.gang import keys
+from yuniplace.gang import pods as p
+from yuniplace.gang.fit import Node, amounts
+from yuniplace.gang.state import AppState
+
+KEY = p.AppKey("ns", "train")
+
+
+def member(name: str, cpu: str = "2") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": "10", "annotations": {}},
+        "spec": {
+            "schedulingGates": [{"name": keys.GATE}],
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def view(free_cpu: str) -> RoomView:
+    allocatable = amounts({"cpu": "4", "memory": "16Gi", "pods": "110"})
+    node = Node("n1", {}, (), allocatable)
+    return RoomView([node], {"n1": {**allocatable, "cpu": amounts({"cpu": free_cpu})["cpu"]}}, {})
+
+
+def test_a_seat_is_taken_once_its_node_no_longer_holds_every_member_seated_there() -> None:
+    assert view("4").seats_taken([("n1", member("a")), ("n1", member("b"))]) == []
+    assert view("3").seats_taken([("n1", member("a")), ("n1", member("b"))]) == ["n1"]
+    assert view("4").seats_taken([("gone", member("a"))]) == ["gone"]  # its node went meanwhile
+
+
+class Api:
+    """Answers the executor's writes with the pod as written, each at a newer resourceVersion."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+        self._versions = itertools.count(11)
+
+    def patch(self, path: str, body: Any, **_: Any) -> dict[str, Any]:
+        name = path.split("/")[6]
+        self.writes.append(("nominate " if path.endswith("/status") else "release ") + name)
+        pod = member(name)
+        pod["metadata"]["resourceVersion"] = str(next(self._versions))
+        return pod
+
+
+class Store:
+    def upsert(self, _pod: Any) -> None: ...
+
+
+class Landings:
+    def expect(self, *_: Any) -> None: ...
+
+
+def run(hold: bool) -> tuple[list[str], bool, list[int]]:
+    api, asked = Api(), []
+
+    def seats_hold(key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
+        asked.append(version)
+        return hold
+
+    executor = Executor(api, Store(), None, None, Landings(), seats_hold=seats_hold)  # type: ignore[arg-type]
+    swaps = [Swap(member(name), None, node, "workers", direct=True) for name, node in (("a", "n1"), ("b", "n2"))]
+    try:
+        refused = executor.apply(Plan(KEY, AppState.RESERVED, swaps=swaps))
+    finally:
+        executor.close()
+    return sorted(api.writes), refused.seats_held, asked
+
+
+def test_members_started_directly_are_released_only_once_their_seats_are_seen_to_hold() -> None:
+    writes, held, asked = run(hold=True)
+    assert writes == ["nominate a", "nominate b", "release a", "release b"] and not held
+    assert asked == [12]  # the newest nomination's version, for the watch to bring back first
+
+
+def test_members_whose_seats_are_not_seen_to_hold_stay_nominated_and_gated() -> None:
+    writes, held, _ = run(hold=False)
+    assert writes == ["nominate a", "nominate b"] and held
+
+
+def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:
+    executor = Executor(Api(), Store(), None, None, Landings())  # type: ignore[arg-type]
+    try:
+        assert executor.apply(Plan(KEY, AppState.RESERVING)).seats_held is False
+    finally:
+        executor.close()
