@@ -1,5 +1,5 @@
 """A gang started directly: its members are released only once their seats are seen to hold (apply.py,
-the controller's check, and the room's count of a seat taken)."""
+seatcheck.py, and the room's count of a seat taken)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from yuniplace.admission.room import RoomView
 from yuniplace.controller.apply import Executor
 from yuniplace.controller.plan import Plan, Swap
+from yuniplace.controller.seatcheck import CONTENDED_LIMIT_S, SeatCheck, WatchProgress
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.fit import Node, amounts
+from yuniplace.gang.fit import Constraints, Node, amounts
 from yuniplace.gang.state import AppState
 
 KEY = p.AppKey("ns", "train")
@@ -29,10 +32,10 @@ def member(name: str, cpu: str = "2") -> dict[str, Any]:
     }
 
 
-def view(free_cpu: str) -> RoomView:
+def view(free_cpu: str, competing: tuple[Constraints, ...] = ()) -> RoomView:
     allocatable = amounts({"cpu": "4", "memory": "16Gi", "pods": "110"})
     node = Node("n1", {}, (), allocatable)
-    return RoomView([node], {"n1": {**allocatable, "cpu": amounts({"cpu": free_cpu})["cpu"]}}, {})
+    return RoomView([node], {"n1": {**allocatable, "cpu": amounts({"cpu": free_cpu})["cpu"]}}, {}, competing)
 
 
 def test_a_seat_is_taken_once_its_node_no_longer_holds_every_member_seated_there() -> None:
@@ -97,3 +100,48 @@ def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:
         assert executor.apply(Plan(KEY, AppState.RESERVING)).seats_held is False
     finally:
         executor.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def checked(room: RoomView, *, watched_up_to: int = 12, clock: Clock | None = None) -> tuple[SeatCheck, Clock]:
+    progress, clock = WatchProgress(), clock or Clock()
+    progress.saw(watched_up_to)
+    return SeatCheck(lambda: room, progress, clock), clock
+
+
+SEATED = [Swap(member("a"), None, "n1", "workers", direct=True), Swap(member("b"), None, "n1", "workers", direct=True)]
+ANYWHERE = Constraints.of_pod({})  # a pod kube-scheduler has yet to try, which may go to any node
+
+
+def test_seats_hold_once_the_watch_brought_the_nominations_and_nothing_may_take_them() -> None:
+    check, _ = checked(view("4"))
+    assert check.holds(KEY, SEATED, 12)
+
+
+def test_seats_are_not_trusted_before_the_watch_brings_the_nominations_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("yuniplace.controller.seatcheck.CATCH_UP_S", 0.01)
+    check, _ = checked(view("4"), watched_up_to=11)
+    assert not check.holds(KEY, SEATED, 12)
+
+
+def test_a_pod_yet_to_be_tried_holds_the_members_back_until_the_limit() -> None:
+    check, clock = checked(view("4", (ANYWHERE,)))
+    assert not check.holds(KEY, SEATED, 12)
+    clock.now += CONTENDED_LIMIT_S - 1
+    assert not check.holds(KEY, SEATED, 12)
+    clock.now += 1
+    assert check.holds(KEY, SEATED, 12)  # a pod no scheduler ever tries holds no gang for good
+
+
+def test_a_seat_taken_always_holds_the_members_back() -> None:
+    check, clock = checked(view("3"))
+    assert not check.holds(KEY, SEATED, 12)
+    clock.now += CONTENDED_LIMIT_S * 10
+    assert not check.holds(KEY, SEATED, 12)

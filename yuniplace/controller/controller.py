@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -19,10 +19,11 @@ from yuniplace.controller.landings import Landings
 from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
-from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings, Swap
+from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.restarts import RestartLedger
+from yuniplace.controller.seatcheck import SeatCheck, WatchProgress
 from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
@@ -44,12 +45,7 @@ MAX_RECONCILE_SPACING_S = 0.1
 # thousands of pod events then cost at most a tenth of a core, whatever they are.
 RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
-# A gang started directly whose seats are not yet seen to hold is looked at again this often; past the
-# limit, a pod that still waits to be tried no longer holds it back (a seat taken always does).
-SEATS_RECHECK_S = 0.05
-SEATS_CONTENDED_LIMIT_S = 10.0
-# How long a reconcile waits for the pod watch to bring back the nominations it wrote.
-WATCH_CATCH_UP_S = 2.0
+SEATS_RECHECK_S = 0.05  # a gang started directly whose seats are not yet seen to hold is looked at again
 SYNC_TIMEOUT_S = 120.0
 
 
@@ -80,16 +76,6 @@ class Controller:
         self.unserved = UnservedPods(self.recorder, settings.schedulers)
         self._sees_everything = namespace is None and not settings.always_nominate
         self.pod_groups = PodGroups(client, namespace, self.queue.add, self.store.pod_group_dialect)
-        self._executor = Executor(
-            client,
-            self.store,
-            self.recorder,
-            self.metrics,
-            self._landings,
-            contended=self._contended,
-            seats_hold=self._seats_hold,
-            pod_group_status_path=self.pod_groups.status_path,
-        )
         # The controller's bookkeeping, shared by the watch, the workers and the gauges: under one lock.
         self._lock = threading.Lock()
         # Pods waiting for kube-scheduler that could take room (pods.may_take_room): whether a swap's freed
@@ -103,11 +89,7 @@ class Controller:
         self._degraded: set[p.AppKey] = set()  # started gangs reported below their minimum
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
-        # The newest pod resourceVersion the watch has brought: every pod written before it is known.
-        self._seen_version = 0
-        self._seen = threading.Condition(self._lock)
-        # Gangs started directly whose members wait for their seats to be seen to hold: since when.
-        self._seats_contended_since: dict[p.AppKey, float] = {}
+        self._watch_progress = WatchProgress()
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
         # covers every namespace even when only one namespace's applications are managed.
@@ -136,6 +118,18 @@ class Controller:
                 decoding=watched.NODES,
             )
             self._node_pools = NodePoolWatches(client, self.admission.growth)
+        admitted = self.admission
+        self._seat_check = SeatCheck(None if admitted is None else admitted.room.view, self._watch_progress)
+        self._executor = Executor(
+            client,
+            self.store,
+            self.recorder,
+            self.metrics,
+            self._landings,
+            contended=self._contended,
+            seats_hold=self._seat_check.holds,
+            pod_group_status_path=self.pod_groups.status_path,
+        )
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"
         self._watch = ListWatch(
             client,
@@ -161,47 +155,12 @@ class Controller:
         with self._lock:
             return any(owner != key for owner in self._waiting.values())
 
-    def _seats_hold(self, key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
-        """Whether the members of a gang started directly, nominated to their seats (`version`: the
-        newest of those writes), may be released. kube-scheduler takes up pods in the order the API
-        server stored them, so once the watch has brought the nominations back, every pod it might have
-        placed before seeing them is known here: none of them may still be waiting to be tried for a seat
-        node, and no seat may have been taken. Until then the members stay gated; their nominations hold
-        the seats against every pod that comes after them."""
-        if self.admission is None:
-            return True
-        with self._seen:
-            if not self._seen.wait_for(lambda: self._seen_version >= version, WATCH_CATCH_UP_S):
-                return False
-        view = self.admission.room.view()
-        taken = view.seats_taken((swap.node, swap.member) for swap in swaps)
-        now = time.monotonic()
-        with self._lock:
-            since = self._seats_contended_since.setdefault(key, now)
-        contended = view.contended({swap.node for swap in swaps}) and now - since < SEATS_CONTENDED_LIMIT_S
-        if taken or contended:
-            log.info(
-                "%s: not releasing its members yet: %s",
-                key,
-                f"seats taken on {', '.join(taken)}" if taken else "a pod that may take a seat waits to be tried",
-            )
-            return False
-        with self._lock:
-            self._seats_contended_since.pop(key, None)
-        return True
-
     def _capacity_changed(self) -> None:
         if self.admission is not None:
             self.admission.capacity_changed()
 
     def _managed(self, pod: p.Pod) -> bool:
         return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
-
-    def _saw(self, version: int) -> None:
-        with self._seen:
-            if version > self._seen_version:
-                self._seen_version = version
-                self._seen.notify_all()
 
     def _on_list(self, pods: list[p.Pod]) -> None:
         if self.admission is not None:
@@ -213,7 +172,7 @@ class Controller:
             self._waiting = waiting
         for key in self.store.replace(pods):
             self.queue.add(key)
-        self._saw(max((p.resource_version(pod) for pod in pods), default=0))
+        self._watch_progress.saw(max((p.resource_version(pod) for pod in pods), default=0))
 
     def _on_event(self, kind: str, pod: p.Pod) -> None:
         """Take one pod's change in; a pod that cannot be read is skipped, never the watch that brings
@@ -223,7 +182,7 @@ class Controller:
         except Exception:
             meta = pod.get("metadata") or {}
             log.exception("cannot take in the %s of pod %s/%s; skipped", kind, meta.get("namespace"), meta.get("name"))
-        self._saw(p.resource_version(pod))
+        self._watch_progress.saw(p.resource_version(pod))
 
     def _take_in(self, kind: str, pod: p.Pod) -> None:
         if self.admission is not None:
@@ -419,7 +378,7 @@ class Controller:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
                 self._refusals.pop(key, None)
-                self._seats_contended_since.pop(key, None)
+                self._seat_check.forget(key)
             else:
                 self._states[key] = plan.state
 

@@ -1,0 +1,85 @@
+"""Whether the members of a gang started directly may be released onto their seats.
+
+A seat is room admission counted free: nothing holds it until kube-scheduler has seen its member's
+nomination, and a pod created between admission's decision and the nominations could take it, leaving
+its member nowhere to go and the gang started in part. kube-scheduler takes pods up in the order the API
+server stored them, and so does the controller's pod watch: once the watch has brought the nominations
+back, every pod kube-scheduler might have placed before seeing them is known here. The members are
+released when none of those still waits to be tried for a seat's node and no seat was taken; until
+then they stay gated and nominated, and every pod that comes after them is kept off their seats.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from yuniplace.admission.room import RoomView
+from yuniplace.controller.plan import Swap
+from yuniplace.gang import pods as p
+
+log = logging.getLogger(__name__)
+
+# Past this, a pod that still waits to be tried no longer holds a gang back (one that no scheduler ever
+# tries would hold it for good); a seat taken always does.
+CONTENDED_LIMIT_S = 10.0
+# How long a check waits for the pod watch to bring back the nominations just written.
+CATCH_UP_S = 2.0
+
+
+class WatchProgress:
+    """The newest resourceVersion the pod watch has brought: every pod written before it is known."""
+
+    def __init__(self) -> None:
+        self._version = 0
+        self._moved = threading.Condition()
+
+    def saw(self, version: int) -> None:
+        with self._moved:
+            if version > self._version:
+                self._version = version
+                self._moved.notify_all()
+
+    def reached(self, version: int, timeout_s: float) -> bool:
+        with self._moved:
+            return self._moved.wait_for(lambda: self._version >= version, timeout_s)
+
+
+class SeatCheck:
+    def __init__(
+        self,
+        room: Callable[[], RoomView] | None,
+        progress: WatchProgress,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._room = room
+        self._progress = progress
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._contended_since: dict[p.AppKey, float] = {}  # gangs held back by a pod yet to be tried
+
+    def holds(self, key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
+        """Whether the members `swaps` seats, nominated by writes up to `version`, may be released."""
+        if self._room is None:
+            return True  # no admission, no seat
+        if not self._progress.reached(version, CATCH_UP_S):
+            log.info("%s: not releasing its members yet: the pod watch has not brought their nominations", key)
+            return False
+        view = self._room()
+        taken = view.seats_taken((swap.node, swap.member) for swap in swaps)
+        now = self._clock()
+        with self._lock:
+            since = self._contended_since.setdefault(key, now)
+        contended = view.contended({swap.node for swap in swaps}) and now - since < CONTENDED_LIMIT_S
+        if taken or contended:
+            why = f"its seats on {', '.join(taken)} were taken" if taken else "a pod that may take a seat waits"
+            log.info("%s: not releasing its members yet: %s", key, why)
+            return False
+        self.forget(key)
+        return True
+
+    def forget(self, key: p.AppKey) -> None:
+        with self._lock:
+            self._contended_since.pop(key, None)
