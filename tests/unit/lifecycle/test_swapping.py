@@ -51,6 +51,18 @@ def test_members_arriving_after_the_reservation_swap_into_what_is_left() -> None
     assert plan.requeue_after_s == 870
 
 
+def test_a_seat_left_on_a_member_of_a_gang_holding_placeholders_is_passed_over() -> None:
+    """A seat is a direct start's: a gang that reserves with placeholders swaps its members into them,
+    whatever seat an earlier attempt left on one."""
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 100, first_allocated=NOW - 30, gated=False, group=None),
+        executor(0, annotations={keys.SEAT: "n9"}),
+        *all_placeholders(bound=True),
+    ]
+    plan = plan_of(pods)
+    assert [(p.name(s.member), s.node, s.direct) for s in plan.swaps] == [("exec-0", "n1", False)]
+
+
 def test_unused_placeholders_are_released_after_the_timeout() -> None:
     pods = [
         driver(state=AppState.RESERVED, started=NOW - 2000, first_allocated=NOW - 901, gated=False, group=None),
