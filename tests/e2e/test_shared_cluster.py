@@ -372,6 +372,37 @@ def raw_post(port: int, headers: dict[str, str], body: bytes) -> tuple[int, str]
         connection.close()
 
 
+def test_the_webhook_answers_reviews_one_after_another_over_one_connection(webhook: tuple[str, int]) -> None:
+    """The API server sends every pod's review to the webhook: over a connection it keeps, not a new TCP
+    connection and TLS handshake each. The connection stays open after an answer (and after a
+    malformed review whose body was read), and carries the next."""
+    namespace, port = webhook
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain", "namespace": namespace}, "spec": {}}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "r", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "CREATE"},
+    }
+    review["request"] |= {"namespace": namespace, "object": pod}
+    bodies = [json.dumps(review).encode(), b"[]", json.dumps(review).encode()]
+    try:
+        sockets, answers = [], []
+        for body in bodies:
+            connection.request("POST", "/validate", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answers.append((response.status, json.loads(response.read())))
+            sockets.append(connection.sock)
+    finally:
+        connection.close()
+    assert [status for status, _ in answers] == [200, 400, 200], answers
+    assert answers[0][1]["response"]["allowed"] is True, answers[0]
+    assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets), sockets
+
+
 def test_the_webhook_answers_every_malformed_request_with_400(webhook: tuple[str, int]) -> None:
     _, port = webhook
     nested = b"[" * 200_000 + b"]" * 200_000

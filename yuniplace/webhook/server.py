@@ -75,6 +75,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 10
+    # Connections kept open between reviews (every answer says its length): the API server sends each
+    # pod's review over one it already has, instead of a new TCP connection and TLS handshake per pod.
+    protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
         super().setup()
@@ -85,10 +88,12 @@ class _Handler(BaseHTTPRequestHandler):
         learns what was wrong instead of a dropped connection."""
         decide = self.server.routes.get(self.path.split("?", 1)[0])
         if decide is None:
+            self.close_connection = True  # its body is left unread: the connection cannot carry another request
             self._reply(404, {"error": f"no webhook at {self.path}"})
             return
         length_header = self.headers.get("Content-Length") or ""
         if not (length_header.isascii() and length_header.isdigit()) or not 0 < int(length_header) <= MAX_BODY_BYTES:
+            self.close_connection = True
             self._reply(
                 400,
                 {"error": f"a Content-Length from 1 to {MAX_BODY_BYTES} bytes is required, not {length_header[:20]!r}"},
