@@ -110,10 +110,18 @@ class Clock:
         return self.now
 
 
-def checked(room: RoomView, *, watched_up_to: int = 12, clock: Clock | None = None) -> tuple[SeatCheck, Clock]:
-    progress, clock = WatchProgress(), clock or Clock()
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str | None]] = []
+
+    def record(self, pod: dict[str, Any], reason: str, note: str, *, kind: str | None = None) -> None:
+        self.events.append((p.name(pod), reason, note, kind))
+
+
+def checked(room: RoomView, *, watched_up_to: int = 12, recorder: Recorder | None = None) -> tuple[SeatCheck, Clock]:
+    progress, clock = WatchProgress(), Clock()
     progress.saw(watched_up_to)
-    return SeatCheck(lambda: room, progress, clock), clock
+    return SeatCheck(lambda: room, progress, recorder, clock), clock  # type: ignore[arg-type]
 
 
 SEATED = [Swap(member("a"), None, "n1", "workers", direct=True), Swap(member("b"), None, "n1", "workers", direct=True)]
@@ -140,8 +148,14 @@ def test_a_pod_yet_to_be_tried_holds_the_members_back_until_the_limit() -> None:
     assert check.holds(KEY, SEATED, 12)  # a pod no scheduler ever tries holds no gang for good
 
 
-def test_a_seat_taken_always_holds_the_members_back() -> None:
-    check, clock = checked(view("3"))
+def test_a_seat_taken_always_holds_the_members_back_and_each_member_there_is_told_once() -> None:
+    recorder = Recorder()
+    check, clock = checked(view("3"), recorder=recorder)
     assert not check.holds(KEY, SEATED, 12)
     clock.now += CONTENDED_LIMIT_S * 10
     assert not check.holds(KEY, SEATED, 12)
+    assert [(name, reason, kind) for name, reason, _, kind in recorder.events] == [
+        ("a", "GangStarting", "Warning"),
+        ("b", "GangStarting", "Warning"),
+    ]
+    assert "its seat on node n1 was taken by another pod" in recorder.events[0][2]

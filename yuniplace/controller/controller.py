@@ -119,7 +119,9 @@ class Controller:
             )
             self._node_pools = NodePoolWatches(client, self.admission.growth)
         admitted = self.admission
-        self._seat_check = SeatCheck(None if admitted is None else admitted.room.view, self._watch_progress)
+        self._seat_check = SeatCheck(
+            None if admitted is None else admitted.room.view, self._watch_progress, self.recorder
+        )
         self._executor = Executor(
             client,
             self.store,

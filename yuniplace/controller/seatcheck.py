@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from yuniplace.admission.room import RoomView
 from yuniplace.controller.plan import Swap
 from yuniplace.gang import pods as p
+from yuniplace.runtime.events import WARNING, EventRecorder, Reason
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +53,16 @@ class SeatCheck:
         self,
         room: Callable[[], RoomView] | None,
         progress: WatchProgress,
+        recorder: EventRecorder | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._room = room
         self._progress = progress
+        self._recorder = recorder
         self._clock = clock
         self._lock = threading.Lock()
         self._contended_since: dict[p.AppKey, float] = {}  # gangs held back by a pod yet to be tried
+        self._told: set[p.AppKey] = set()  # gangs whose taken seat was announced
 
     def holds(self, key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
         """Whether the members `swaps` seats, nominated by writes up to `version`, may be released."""
@@ -73,6 +77,8 @@ class SeatCheck:
         with self._lock:
             since = self._contended_since.setdefault(key, now)
         contended = view.contended({swap.node for swap in swaps}) and now - since < CONTENDED_LIMIT_S
+        if taken:
+            self._tell_taken(key, [swap for swap in swaps if swap.node in taken])
         if taken or contended:
             why = f"its seats on {', '.join(taken)} were taken" if taken else "a pod that may take a seat waits"
             log.info("%s: not releasing its members yet: %s", key, why)
@@ -80,6 +86,22 @@ class SeatCheck:
         self.forget(key)
         return True
 
+    def _tell_taken(self, key: p.AppKey, swaps: Sequence[Swap]) -> None:
+        """Say once, on each member whose seat was taken, why its gang does not start."""
+        with self._lock:
+            if key in self._told or self._recorder is None:
+                return
+            self._told.add(key)
+        for swap in swaps:
+            self._recorder.record(
+                swap.member,
+                Reason.GANG_STARTING,
+                f"its seat on node {swap.node} was taken by another pod before it was nominated there: it and the "
+                "rest of its gang stay gated until that room is free again",
+                kind=WARNING,
+            )
+
     def forget(self, key: p.AppKey) -> None:
         with self._lock:
             self._contended_since.pop(key, None)
+            self._told.discard(key)

@@ -102,10 +102,11 @@ class Reason(enum.StrEnum):
     GANG_STARTING = (
         "GangStarting",
         "Start",
-        NORMAL,
-        "originator",
+        f"{NORMAL}/{WARNING}",
+        "originator (a Warning: the member whose seat was taken)",
         "every member exists and the whole gang fits now: its members start on the nodes admission chose, without "
-        "placeholders",
+        "placeholders; a Warning when another pod took a member's seat before it was nominated there (the gang "
+        "stays gated until that room is free again)",
     )
     GANG_STARTED = (
         "GangStarted",
