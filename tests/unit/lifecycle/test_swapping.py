@@ -63,6 +63,20 @@ def test_a_seat_left_on_a_member_of_a_gang_holding_placeholders_is_passed_over()
     assert [(p.name(s.member), s.node, s.direct) for s in plan.swaps] == [("exec-0", "n1", False)]
 
 
+def test_a_late_member_written_with_a_seat_of_its_own_is_scheduled_normally() -> None:
+    """`yuniplace.io/seat` is yuniplace's record of a seat it gave, with the nomination it wrote: a pod
+    created with one names no seat, and a member that comes after its gang started directly runs
+    normally, as any beyond its reserved count."""
+    pods = [
+        driver(state=AppState.RUNNING, started=NOW - 100, first_allocated=NOW - 30, gated=False, node="n0"),
+        executor(0, gated=False, node="n1"),
+        executor(1, gated=False, node="n2"),
+        executor(2, annotations={keys.SEAT: "nowhere"}),
+    ]
+    plan = plan_of(pods)
+    assert plan.swaps == [] and names(plan.ungate) == ["exec-2"]
+
+
 def test_unused_placeholders_are_released_after_the_timeout() -> None:
     pods = [
         driver(state=AppState.RESERVED, started=NOW - 2000, first_allocated=NOW - 901, gated=False, group=None),

@@ -165,10 +165,11 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
         taken = p.annotations_of(member).get(keys.SWAP_PLACEHOLDER)
         node = p.nominated_node(member)
         seat = p.annotations_of(member).get(keys.SEAT)
-        if seat is not None and not live:
-            # Started directly (a gang that holds no placeholder) and still gated: held until its seats
-            # are seen to hold (controller/seatcheck.py), or interrupted by a restart. It goes to its
-            # seat, as it was to.
+        if seat is not None and node == seat and not live:
+            # Started directly (a gang that holds no placeholder), nominated to its seat and still gated:
+            # held until its seats are seen to hold (controller/seatcheck.py), or interrupted by a
+            # restart. It goes to its seat, as it was to. (A seat its pod was written with, never
+            # nominated to, is not one yuniplace gave.)
             plan.swaps.append(Swap(member, None, seat, group.name, direct=True))
             continue
         if taken is None or node is None:
