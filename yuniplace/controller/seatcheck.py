@@ -7,6 +7,11 @@ server stored them, and so does the controller's pod watch: once the watch has b
 back, every pod kube-scheduler might have placed before seeing them is known here. The members are
 released when none of those still waits to be tried for a seat's node and no seat was taken; until
 then they stay gated and nominated, and every pod that comes after them is kept off their seats.
+
+The hold is short (HOLD_LIMIT_S): a pod created in that moment is tried within milliseconds, and a seat
+taken is not given back by waiting (the pod on it may run for hours, and a gang held gated would be
+stuck). Past it the members are released to kube-scheduler, as they were before there was a check:
+the member whose seat was taken goes wherever there is room, and is told why.
 """
 
 from __future__ import annotations
@@ -23,9 +28,8 @@ from yuniplace.runtime.events import WARNING, EventRecorder, Reason
 
 log = logging.getLogger(__name__)
 
-# Past this, a pod that still waits to be tried no longer holds a gang back (one that no scheduler ever
-# tries would hold it for good); a seat taken always does.
-CONTENDED_LIMIT_S = 10.0
+# How long a gang started directly is held back at most (see above).
+HOLD_LIMIT_S = 1.0
 # How long a check waits for the pod watch to bring back the nominations just written.
 CATCH_UP_S = 2.0
 
@@ -61,8 +65,7 @@ class SeatCheck:
         self._recorder = recorder
         self._clock = clock
         self._lock = threading.Lock()
-        self._contended_since: dict[p.AppKey, float] = {}  # gangs held back by a pod yet to be tried
-        self._told: set[p.AppKey] = set()  # gangs whose taken seat was announced
+        self._held_since: dict[p.AppKey, float] = {}  # gangs held back, since when
 
     def holds(self, key: p.AppKey, swaps: Sequence[Swap], version: int) -> bool:
         """Whether the members `swaps` seats, nominated by writes up to `version`, may be released."""
@@ -73,35 +76,32 @@ class SeatCheck:
             return False
         view = self._room()
         taken = view.seats_taken((swap.node, swap.member) for swap in swaps)
+        contended = view.contended({swap.node for swap in swaps})
         now = self._clock()
         with self._lock:
-            since = self._contended_since.setdefault(key, now)
-        contended = view.contended({swap.node for swap in swaps}) and now - since < CONTENDED_LIMIT_S
-        if taken:
-            self._tell_taken(key, [swap for swap in swaps if swap.node in taken])
-        if taken or contended:
+            since = self._held_since.setdefault(key, now)
+        if (taken or contended) and now - since < HOLD_LIMIT_S:
             why = f"its seats on {', '.join(taken)} were taken" if taken else "a pod that may take a seat waits"
             log.info("%s: not releasing its members yet: %s", key, why)
             return False
         self.forget(key)
+        if taken:
+            self._tell_taken([swap for swap in swaps if swap.node in taken])
         return True
 
-    def _tell_taken(self, key: p.AppKey, swaps: Sequence[Swap]) -> None:
-        """Say once, on each member whose seat was taken, why its gang does not start."""
-        with self._lock:
-            if key in self._told or self._recorder is None:
-                return
-            self._told.add(key)
+    def _tell_taken(self, swaps: Sequence[Swap]) -> None:
+        """Say, on each member whose seat was taken, why it does not start where it was seated."""
+        if self._recorder is None:
+            return
         for swap in swaps:
             self._recorder.record(
                 swap.member,
                 Reason.GANG_STARTING,
-                f"its seat on node {swap.node} was taken by another pod before it was nominated there: it and the "
-                "rest of its gang stay gated until that room is free again",
+                f"its seat on node {swap.node} was taken by another pod before it was nominated there: released "
+                "to be scheduled wherever there is room",
                 kind=WARNING,
             )
 
     def forget(self, key: p.AppKey) -> None:
         with self._lock:
-            self._contended_since.pop(key, None)
-            self._told.discard(key)
+            self._held_since.pop(key, None)

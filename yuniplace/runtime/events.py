@@ -105,8 +105,8 @@ class Reason(enum.StrEnum):
         f"{NORMAL}/{WARNING}",
         "originator (a Warning: the member whose seat was taken)",
         "every member exists and the whole gang fits now: its members start on the nodes admission chose, without "
-        "placeholders; a Warning when another pod took a member's seat before it was nominated there (the gang "
-        "stays gated until that room is free again)",
+        "placeholders; a Warning when another pod took a member's seat before it was nominated there (that member "
+        "is released to be scheduled wherever there is room)",
     )
     GANG_STARTED = (
         "GangStarted",
