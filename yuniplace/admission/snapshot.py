@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 # States in which an application's gang may still be taking room it was admitted to.
 IN_FLIGHT = frozenset({AppState.RESERVING, AppState.RESERVED, AppState.RUNNING})
+MADE_TOGETHER = frozenset({"RayCluster"})  # owners that make all of a gang's pods in one pass
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class App:
     # granted): `pool` lets it use them.
     lender: str | None = None
     attempt: str = ""  # its originator's uid: admission's ticket is for this attempt of the gang only
+    # Its owner makes every pod of it in one pass (KubeRay a RayCluster's head and workers): a task group
+    # with no pod yet is still coming, where Spark's executors come only once its driver runs.
+    made_together: bool = False
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
     complete: bool = field(init=False)  # nothing reserved yet, and every member it needs exists, gated
@@ -91,7 +95,7 @@ class App:
         )
         # Its members are still being created: every task group has some, not all; where groups are its
         # members' own shapes (a group for those yet to come has none), some exist, not all.
-        coming = any(present) if self.spec.groups_by_shape else all(present)
+        coming = any(present) if self.spec.groups_by_shape or self.made_together else all(present)
         for name, value in (
             ("complete", complete),
             ("arriving", fresh and not complete and coming),
@@ -336,6 +340,7 @@ class Sources:
             domains=record.domains if state in IN_FLIGHT else Domains(),
             arrived=self.store.arrived(key),
             attempt=p.uid(originator),
+            made_together=(p.controller_of(originator) or {}).get("kind") in MADE_TOGETHER,
         )
 
     def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:
