@@ -459,6 +459,19 @@ def test_a_gang_whose_members_are_being_created_is_decided_once_all_exist_or_the
     assert isinstance(ticket, Granted) and len(ticket.seats_of("workers")) == 4
 
 
+def test_a_gang_whose_owner_makes_all_its_pods_at_once_waits_for_a_group_with_none_yet() -> None:
+    """A Ray head seen before its workers: KubeRay makes them in the same pass, so the gang waits for them
+    (and its placeholders, or seats, are then sized by them); a Spark driver's executors come only once
+    it runs, so a gang like it is decided at once."""
+    head_first = GangSpec(
+        (TaskGroup("head", 1, {"cpu": "1"}), TaskGroup("workers", 2, {"cpu": "1"})), Policy(60, Style.SOFT)
+    )
+    seen = replace(app("ray", 3, created=1, arrived=(NOW - 0.2, NOW - 0.2)), spec=head_first, needing={"head": 1})
+    ray = replace(seen, made_together=True)
+    assert key("ray") not in decide(snapshot(nodes(2), [ray]), RULES).tickets
+    assert decide(snapshot(nodes(2), [seen]), RULES).tickets[key("ray")] == Granted()
+
+
 def test_seats_granted_last_cycle_keep_their_room_on_their_nodes() -> None:
     """`a` was seated on n1 (not where first fit would put it now): `b` gets n0, and nothing on n1."""
     seated = Granted(seats=(("workers", ("n1", "n1", "n1", "n1")),))
