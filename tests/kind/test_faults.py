@@ -81,7 +81,10 @@ def running(kind: Kind, namespace: str, app: str, *, off: str = "") -> list[Pod]
 
 
 def notes(kind: Kind, namespace: str, reason: str) -> list[str]:
-    return [str(e.get("note", "")) for e in kind.events(namespace, reason)]
+    """What the events of a reason said, in the order they were posted: they are listed by name, which
+    begins with their pod's, and a gang's pods change with each attempt."""
+    events = sorted(kind.events(namespace, reason), key=lambda e: str(e.get("eventTime") or ""))
+    return [str(e.get("note", "")) for e in events]
 
 
 def whole_again(kind: Kind) -> None:
@@ -133,6 +136,10 @@ def test_a_gang_on_a_stopped_node_is_reported_and_restarted_whole_on_the_others(
         assert not first_uids & {p["metadata"]["uid"] for p in again}, "the gang restarted whole, not in part"
         [degraded, *_] = notes(installed, namespace, "GangDegraded")
         assert node in degraded, degraded
+        # A pod of the first attempt stays on the node, being deleted, while it is away: no loss of the
+        # next attempt, whichever of its Jobs makes the pod that carries that attempt's record.
+        restarts = notes(installed, namespace, "GangRestarting")
+        assert len(restarts) == 1, restarts
 
     def nothing_old_on_the_node() -> bool:
         return not any(

@@ -6,9 +6,11 @@ new ones that know nothing of it; a restarted controller knows nothing either. S
 bounds restarts lives in one ConfigMap of the controller's own namespace, one key per gang (its
 namespace and a digest of its id: an application id may hold any character, a ConfigMap key may not),
 written by a merge patch of that key alone, so no write ever rewrites another gang's. A count belongs
-to the owner it was counted for (a Job of the same name submitted again starts from nothing), and is
-forgotten once the gang has gone MEMORY_S without a restart, as a container's restart backoff resets
-once it has run a while.
+to the owners it was counted for, every controller of the gang's pods (a gang may be made by several
+Jobs, a parameter server's and its workers', and any of them may make the pod that carries the next
+attempt's record); a Job of the same name submitted again starts from nothing. It is forgotten once the
+gang has gone MEMORY_S without a restart, as a container's restart backoff resets once it has run a
+while.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ DATA_KEY_PREFIX = "restarts."
 
 @dataclass(frozen=True)
 class Restarts:
-    """A gang's restarts so far: for which owner (its controller's uid), how many, the last when, and
+    """A gang's restarts so far: for which owners (its pods' controllers' uids), how many, the last when, and
     whether the limit was reached (its later attempts fail at once); and how many of its attempts timed
     out under Hard style, the last when (an owner that makes failed pods again, as KubeRay does, makes
     a new attempt each time, and the same limit bounds them)."""
 
-    owner: str
+    owners: tuple[str, ...]
     count: int
     last_at: float
     failed: bool = False
@@ -67,8 +69,11 @@ def _read(value: str) -> tuple[p.AppKey, Restarts] | None:
     write it: such an entry counts nothing)."""
     try:
         raw = json.loads(value)
+        owners = raw["owners"] if "owners" in raw else [raw["owner"]]  # "owner" alone: an older version's
+        if not isinstance(owners, list):
+            return None
         return p.AppKey(str(raw["namespace"]), str(raw["app"])), Restarts(
-            str(raw["owner"]),
+            tuple(str(owner) for owner in owners),
             int(raw["count"]),
             float(raw["last_at"]),
             bool(raw.get("failed", False)),
@@ -118,10 +123,11 @@ class RestartLedger:
             self._write(dict.fromkeys(stale))
 
     def get(self, key: p.AppKey, owner: str) -> Restarts | None:
-        """The gang's restarts for this owner, unless forgotten."""
+        """The gang's restarts, if counted for this owner (the one of the pod that carries its record
+        now), unless forgotten."""
         with self._lock:
             entry = self._entries.get(key)
-        if entry is None or entry.owner != owner or self._clock() - entry.latest > MEMORY_S:
+        if entry is None or owner not in entry.owners or self._clock() - entry.latest > MEMORY_S:
             return None
         return entry
 
@@ -130,7 +136,9 @@ class RestartLedger:
         logged; the count in memory stands until this controller stops)."""
         with self._lock:
             self._entries[key] = restarts
-        value = json.dumps({"namespace": key.namespace, "app": key.app_id, **asdict(restarts)})
+        # "owner" too, which a controller of the version before reads.
+        owner = restarts.owners[0] if restarts.owners else ""
+        value = json.dumps({"namespace": key.namespace, "app": key.app_id, "owner": owner, **asdict(restarts)})
         self._write({_data_key(key): value})
 
     def _write(self, data: dict[str, str | None]) -> None:

@@ -260,6 +260,12 @@ class Application:
         """Its members still there: neither ended nor being deleted."""
         return [m for m in self.members if not p.is_terminal(m) and not p.is_deleting(m)]
 
+    @property
+    def owners(self) -> frozenset[str]:
+        """The uids of what makes its members (a Job, an operator's object; several for a gang made by
+        several Jobs), those of pods left of earlier attempts included."""
+        return frozenset(str(owner.get("uid") or "") for m in self.members if (owner := p.controller_of(m)))
+
     def live_placeholders(self) -> list[Pod]:
         return [ph for ph in self.placeholders if not p.is_deleting(ph)]
 

@@ -49,7 +49,7 @@ def out_of_time(limit: int = 3) -> list[Pod]:
 def test_an_attempt_out_of_time_is_counted_for_its_owner_and_says_what_its_next_one_does() -> None:
     plan = plan_of(out_of_time())
     assert plan.state == AppState.FAILED and len(plan.fail) == 3
-    assert plan.restarts == Restarts("ray-uid", 0, 0.0, timeouts=1, timed_out_at=NOW)
+    assert plan.restarts == Restarts(("ray-uid",), 0, 0.0, timeouts=1, timed_out_at=NOW)
     [failed] = [e for e in plan.events if e.reason == "ApplicationFailed"]
     assert failed.note.endswith(
         "; if RayCluster ray makes it again, attempt 2 of at most 4 waits a backoff before it reserves"
@@ -57,9 +57,9 @@ def test_an_attempt_out_of_time_is_counted_for_its_owner_and_says_what_its_next_
 
 
 def test_counted_with_its_restarts_an_attempt_out_of_time_keeps_them() -> None:
-    before = Restarts("ray-uid", 1, NOW - 500)
+    before = Restarts(("ray-uid",), 1, NOW - 500)
     plan = plan_of(out_of_time(), restarts=before)
-    assert plan.restarts == Restarts("ray-uid", 1, NOW - 500, timeouts=1, timed_out_at=NOW)
+    assert plan.restarts == Restarts(("ray-uid",), 1, NOW - 500, timeouts=1, timed_out_at=NOW)
 
 
 def new_attempt() -> list[Pod]:
@@ -68,7 +68,7 @@ def new_attempt() -> list[Pod]:
 
 
 def test_the_owners_next_attempt_waits_a_backoff_before_it_reserves_and_says_so_once() -> None:
-    last = Restarts("ray-uid", 0, 0.0, timeouts=1, timed_out_at=NOW - 4)
+    last = Restarts(("ray-uid",), 0, 0.0, timeouts=1, timed_out_at=NOW - 4)
     plan = plan_of(new_attempt(), restarts=last)
     assert plan.create == [] and plan.ungate == [] and plan.requeue_after_s == 6
     assert plan.annotate[keys.RETRY_AFTER] == p.format_time(NOW + 6) and plan.annotate[keys.ATTEMPTS] == "1"
@@ -86,13 +86,13 @@ def test_the_owners_next_attempt_waits_a_backoff_before_it_reserves_and_says_so_
 
 
 def test_its_backoff_doubles_with_each_attempt_out_of_time() -> None:
-    last = Restarts("ray-uid", 0, 0.0, timeouts=3, timed_out_at=NOW - 4)
+    last = Restarts(("ray-uid",), 0, 0.0, timeouts=3, timed_out_at=NOW - 4)
     plan = plan_of(new_attempt(), restarts=last)
     assert plan.requeue_after_s == 36  # 10 s × 2², counted from when the last attempt failed
 
 
 def test_once_its_backoff_is_over_the_attempt_reserves_as_another_attempt() -> None:
-    last = Restarts("ray-uid", 0, 0.0, timeouts=1, timed_out_at=NOW - 20)
+    last = Restarts(("ray-uid",), 0, 0.0, timeouts=1, timed_out_at=NOW - 20)
     waited = owned_by(
         driver(annotations={keys.RESTART_LIMIT: "3", keys.RETRY_AFTER: p.format_time(NOW - 10), keys.ATTEMPTS: "1"}),
         RAY,
@@ -103,9 +103,9 @@ def test_once_its_backoff_is_over_the_attempt_reserves_as_another_attempt() -> N
 
 
 def test_past_its_limit_the_last_attempt_says_so_and_every_new_pod_fails_at_once() -> None:
-    last = Restarts("ray-uid", 0, 0.0, timeouts=1, timed_out_at=NOW - 900)
+    last = Restarts(("ray-uid",), 0, 0.0, timeouts=1, timed_out_at=NOW - 900)
     plan = plan_of(out_of_time(limit=1), restarts=last)
-    assert plan.restarts == Restarts("ray-uid", 0, 0.0, failed=True, timeouts=2, timed_out_at=NOW)
+    assert plan.restarts == Restarts(("ray-uid",), 0, 0.0, failed=True, timeouts=2, timed_out_at=NOW)
     [failed] = [e for e in plan.events if e.reason == "ApplicationFailed"]
     assert failed.note.endswith(
         f"; 2 of its attempts ran out of time, past its limit ({LIMIT}: 1): every new pod RayCluster ray makes of "
@@ -123,7 +123,7 @@ def test_a_job_that_keeps_its_failed_pods_is_unchanged_its_new_pods_fail_at_once
     and the Job's new pods fail at once, as before any attempt was counted."""
     failed_driver = driver(state=AppState.FAILED, policy=HARD, phase="Failed")
     pods = [owned_by(failed_driver, RAY), owned_by(executor(5), RAY)]
-    plan = plan_of(pods, restarts=Restarts("ray-uid", 0, 0.0, timeouts=1, timed_out_at=NOW - 1))
+    plan = plan_of(pods, restarts=Restarts(("ray-uid",), 0, 0.0, timeouts=1, timed_out_at=NOW - 1))
     assert plan.state == AppState.FAILED and [(p.name(f.pod), f.reason) for f in plan.fail] == [
         ("exec-5", "ApplicationFailed")
     ]
@@ -135,7 +135,7 @@ def test_attempts_out_of_time_are_kept_for_their_owner_and_forgotten_only_an_hou
     api = ConfigMaps()
     now = [NOW]
     ledger = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
-    counted = Restarts("ray-uid", 0, 0.0, timeouts=2, timed_out_at=NOW)
+    counted = Restarts(("ray-uid",), 0, 0.0, timeouts=2, timed_out_at=NOW)
     ledger.record(KEY, counted)
     later = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
     later.load()
@@ -146,4 +146,4 @@ def test_attempts_out_of_time_are_kept_for_their_owner_and_forgotten_only_an_hou
     api.data = {"restarts.default.old": written_before}
     older = RestartLedger(api, "yuniplace", "restarts", lambda: NOW)  # type: ignore[arg-type]
     older.load()
-    assert older.get(p.AppKey("default", "x"), "u") == Restarts("u", 1, NOW)
+    assert older.get(p.AppKey("default", "x"), "u") == Restarts(("u",), 1, NOW)

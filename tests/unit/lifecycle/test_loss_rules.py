@@ -110,15 +110,43 @@ def test_restart_evicts_every_member_still_there_together_and_counts_it() -> Non
         "1 of its minimum 3 members lost: evicting its 2 pods together for Job train to make them again "
         "(restart 1 of at most 3)"
     )
-    assert plan.restarts == Restarts("job-uid", 1, NOW) and Outcome.RESTARTED in plan.outcomes
+    assert plan.restarts == Restarts(("job-uid",), 1, NOW) and Outcome.RESTARTED in plan.outcomes
     assert plan.state == AppState.RUNNING
+
+
+PS_JOB = {**JOB, "name": "train-ps", "uid": "ps-uid"}
+
+
+def test_a_gang_of_two_jobs_restarted_is_counted_for_both_and_its_next_attempt_is_not_restarted_again() -> None:
+    """Either Job may make the pod that carries the next attempt's record. Here the worker on a node
+    that no longer answers stays, being deleted, after the restart evicted it, and the parameter
+    server's Job made its pod first: the count holds for it, the worker left is of the last attempt,
+    no loss of this one, and the gang waits for its room as any."""
+    pods = degraded_gang(RESTART)
+    owned_by(pods[2], PS_JOB)
+    restart = plan_for(pods)
+    assert restart.restarts == Restarts(("job-uid", "ps-uid"), 1, NOW), restart.restarts
+    ledger = RestartLedger(None, "yuniplace", "restarts", lambda: NOW)
+    ledger.record(KEY, restart.restarts)
+
+    left = owned_by(executor(9, gated=False, node="lost", created=NOW - 600, deleted=True), JOB)
+    again = running_gang()
+    again[2] = executor(1)  # the new attempt's third member waits for the room held for it
+    again[0]["metadata"]["annotations"].update(RESTART)
+    for pod, owner in zip(again, (PS_JOB, JOB, JOB), strict=True):
+        owned_by(pod, owner)
+    held = placeholder("exec", 1, node="n2")
+    counted = ledger.get(KEY, "ps-uid")
+    assert counted == restart.restarts
+    plan = plan_for([*again, held, left], counted, now=NOW + 15)
+    assert keys.DEGRADED_SINCE not in plan.annotate and not plan.evict, plan
 
 
 def test_a_gang_being_evicted_is_not_evicted_again() -> None:
     pods = degraded_gang(RESTART)
     for pod in pods[:2]:
         deleting(pod)
-    plan = plan_for(pods, Restarts("job-uid", 1, NOW - 1))
+    plan = plan_for(pods, Restarts(("job-uid",), 1, NOW - 1))
     assert not plan.evict and plan.restarts is None
 
 
@@ -134,24 +162,24 @@ def test_the_first_report_says_what_follows_and_restart_follows_at_once() -> Non
 
 
 def test_restarts_are_spaced_by_a_backoff_that_doubles() -> None:
-    waiting = plan_for(degraded_gang(RESTART), Restarts("job-uid", 2, NOW - 15), restart_backoff_s=10)
+    waiting = plan_for(degraded_gang(RESTART), Restarts(("job-uid",), 2, NOW - 15), restart_backoff_s=10)
     assert not waiting.evict and waiting.requeue_after_s == pytest.approx(5)  # 10 * 2 after the second
-    due = plan_for(degraded_gang(RESTART), Restarts("job-uid", 2, NOW - 20), restart_backoff_s=10)
-    assert due.evict and due.restarts == Restarts("job-uid", 3, NOW)
+    due = plan_for(degraded_gang(RESTART), Restarts(("job-uid",), 2, NOW - 20), restart_backoff_s=10)
+    assert due.evict and due.restarts == Restarts(("job-uid",), 3, NOW)
 
 
 def test_past_its_limit_the_gang_fails_and_says_why() -> None:
-    plan = plan_for(degraded_gang({**RESTART, keys.RESTART_LIMIT: "2"}), Restarts("job-uid", 2, NOW - 600))
+    plan = plan_for(degraded_gang({**RESTART, keys.RESTART_LIMIT: "2"}), Restarts(("job-uid",), 2, NOW - 600))
     assert plan.state == AppState.FAILED and sorted(p.name(pod) for pod in plan.evict) == ["driver", "exec-0"]
     [event] = [e for e in plan.events if e.reason == "ApplicationFailed"]
     assert event.note.startswith("1 of its minimum 3 members lost after 2 restart(s), its limit")
-    assert plan.restarts == Restarts("job-uid", 2, NOW, failed=True) and Outcome.RESTARTS_EXHAUSTED in plan.outcomes
+    assert plan.restarts == Restarts(("job-uid",), 2, NOW, failed=True) and Outcome.RESTARTS_EXHAUSTED in plan.outcomes
 
 
 def test_a_new_attempt_of_a_gang_failed_past_its_limit_fails_at_once() -> None:
     """Its Job made its pods again: they are failed while gated, so the Job sees them fail."""
     pods = [driver(), executor(0), executor(1)]
-    plan = plan_for(pods, Restarts("job-uid", 3, NOW - 5, failed=True))
+    plan = plan_for(pods, Restarts(("job-uid",), 3, NOW - 5, failed=True))
     assert plan.state == AppState.FAILED
     assert sorted(p.name(f.pod) for f in plan.fail) == ["driver", "exec-0", "exec-1"]
     assert {f.reason for f in plan.fail} == {"ApplicationFailed"} and not plan.create
@@ -184,7 +212,7 @@ def test_release_waits_out_its_recovery_timeout_then_evicts_the_gang_whole() -> 
     assert sorted(p.name(pod) for pod in late.evict) == ["driver", "exec-0"]
     [event] = [e for e in late.events if e.reason == "GangReleased"]
     assert "past its recovery timeout (30s): evicting its 2 pods to give its room back" in event.note
-    assert late.restarts == Restarts("job-uid", 1, NOW) and Outcome.RELEASED in late.outcomes
+    assert late.restarts == Restarts(("job-uid",), 1, NOW) and Outcome.RELEASED in late.outcomes
 
 
 def test_release_evicts_bare_pods_too_and_counts_nothing() -> None:
@@ -231,15 +259,15 @@ def test_the_counts_outlive_the_controller_and_belong_to_their_owner() -> None:
     api = ConfigMaps()
     now = [NOW]
     ledger = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
-    ledger.record(KEY, Restarts("job-uid", 1, NOW))
-    ledger.record(p.AppKey("other", "weird id/with:chars"), Restarts("o", 2, NOW))
+    ledger.record(KEY, Restarts(("job-uid",), 1, NOW))
+    ledger.record(p.AppKey("other", "weird id/with:chars"), Restarts(("o",), 2, NOW))
     assert api.data is not None and len(api.data) == 2
     assert all(name.replace(".", "").replace("-", "").isalnum() for name in api.data)  # keys a ConfigMap takes
     later = RestartLedger(api, "yuniplace", "restarts", lambda: now[0])  # type: ignore[arg-type]
     later.load()
-    assert later.get(KEY, "job-uid") == Restarts("job-uid", 1, NOW)
+    assert later.get(KEY, "job-uid") == Restarts(("job-uid",), 1, NOW)
     assert later.get(KEY, "another-job") is None  # submitted again: a new owner starts from nothing
-    assert later.get(p.AppKey("other", "weird id/with:chars"), "o") == Restarts("o", 2, NOW)
+    assert later.get(p.AppKey("other", "weird id/with:chars"), "o") == Restarts(("o",), 2, NOW)
 
 
 def test_counts_gone_stale_are_forgotten_and_unreadable_ones_count_nothing() -> None:
@@ -255,6 +283,19 @@ def test_counts_gone_stale_are_forgotten_and_unreadable_ones_count_nothing() -> 
     ledger.load()
     assert list(api.data) == ["restarts.c.3"]
     assert ledger.get(p.AppKey("a", "x"), "u") is None and ledger.get(p.AppKey("c", "y"), "u") is not None
+
+
+def test_a_count_an_older_version_kept_is_read_and_one_kept_now_is_read_by_it() -> None:
+    """An older version kept one owner ("owner"); this one keeps them all ("owners") and the first as
+    "owner" too, which is all the older one reads."""
+    api = ConfigMaps()
+    api.data = {"restarts.c.3": json.dumps({"namespace": "c", "app": "y", "owner": "u", "count": 4, "last_at": NOW})}
+    ledger = RestartLedger(api, "yuniplace", "restarts", lambda: NOW)  # type: ignore[arg-type]
+    ledger.load()
+    assert ledger.get(p.AppKey("c", "y"), "u") == Restarts(("u",), 4, NOW)
+    ledger.record(KEY, Restarts(("job-uid", "ps-uid"), 1, NOW))
+    [kept] = [json.loads(value) for value in api.data.values() if json.loads(value)["app"] == KEY.app_id]
+    assert kept["owner"] == "job-uid" and kept["owners"] == ["job-uid", "ps-uid"]
 
 
 @pytest.mark.parametrize(("policy", "taken_in"), [(RESTART, False), ({}, True)], ids=["restart", "none"])
@@ -287,7 +328,7 @@ def test_a_member_that_failed_in_an_earlier_attempt_is_no_loss_of_this_one() -> 
     lost is its own."""
     old = executor(9, gated=False, node="n9", phase="Failed", created=NOW - 600)
     pods = with_record([*running_gang(phase="Failed"), old], {keys.DEGRADED_SINCE: p.format_time(NOW - 10)})
-    [event] = plan_for(pods, Restarts("job-uid", 1, NOW - 300)).events
+    [event] = plan_for(pods, Restarts(("job-uid",), 1, NOW - 300)).events
     assert "lost: exec-1 failed;" in event.note and "exec-9" not in event.note, event.note
 
 
@@ -298,7 +339,7 @@ def test_a_member_of_an_earlier_attempt_still_going_is_no_loss_of_this_one() -> 
     pods[2] = executor(1)  # the new attempt's third member waits for the room held for it
     pods[0]["metadata"]["annotations"].update(RESTART)
     held = placeholder("exec", 1, node="n2")
-    plan = plan_for([*pods, held, going], Restarts("job-uid", 1, NOW - 300))
+    plan = plan_for([*pods, held, going], Restarts(("job-uid",), 1, NOW - 300))
     assert keys.DEGRADED_SINCE not in plan.annotate and not plan.evict
 
 
@@ -307,7 +348,7 @@ def test_a_new_attempt_beside_a_pod_that_failed_in_the_last_reserves_anew() -> N
     nothing of where the new attempt stands, which reserves (or starts) whole as any gang."""
     old = executor(9, gated=False, node="n9", phase="Failed", created=NOW - 600)
     fresh = [driver(created=NOW - 5), executor(0, created=NOW - 5), executor(1, created=NOW - 5)]
-    plan = plan_for([old, *fresh], Restarts("job-uid", 1, NOW - 300))
+    plan = plan_for([old, *fresh], Restarts(("job-uid",), 1, NOW - 300))
     assert p.name(plan.originator or {}) == "driver" and plan.state == AppState.RESERVING and len(plan.create) == 3
     assert not plan.ungate and not plan.swaps
 
@@ -337,7 +378,7 @@ def test_a_pod_left_of_an_earlier_attempt_alone_waits_for_the_next_and_records_n
     application that completed (that record would make the next attempt's pods run as late members)."""
     left = executor(1, gated=False, node="n2", phase="Failed", created=NOW - 100)
     left["metadata"]["annotations"][keys.TASK_GROUPS] = running_gang()[0]["metadata"]["annotations"][keys.TASK_GROUPS]
-    plan = plan_for([left], Restarts("job-uid", 1, NOW - 5))
+    plan = plan_for([left], Restarts(("job-uid",), 1, NOW - 5))
     assert plan.state == AppState.PENDING and not plan.annotate and not plan.events
 
 
@@ -376,7 +417,7 @@ def test_past_the_limit_the_failed_originator_stays_and_the_pods_made_again_fail
     left = with_record(running_gang(phase="Failed"), {keys.STATE: AppState.FAILED.value})[0]
     ended(left)
     again = [executor(5, created=NOW - 2), executor(6, created=NOW - 2)]
-    plan = plan_for([left, *again], Restarts("job-uid", 1, NOW - 5, failed=True))
+    plan = plan_for([left, *again], Restarts(("job-uid",), 1, NOW - 5, failed=True))
     assert p.name(plan.originator or {}) == "driver" and plan.state == AppState.FAILED
     assert sorted(p.name(f.pod) for f in plan.fail) == ["exec-5", "exec-6"]
 

@@ -131,7 +131,6 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
     remaining = ctx.app.live_members()
     owner = _owner(ctx)
     count = 0 if ctx.around.restarts is None else ctx.around.restarts.count
-    owner_uid = "" if owner is None else str(owner.get("uid") or "")
     plan.evict = remaining
     ctx.delete_placeholders()
     if p.is_terminal(ctx.originator):  # it stays (a Job keeps its failed pod): its record is over
@@ -139,9 +138,10 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
             plan.annotate[key] = None
     pods = "its pod" if len(remaining) == 1 else f"its {len(remaining)} pods"
     lost = f"{losses.minimum - losses.up - losses.done} of its minimum {losses.minimum} members lost"
-    kept = ctx.around.restarts or Restarts(owner_uid, 0, ctx.now)
+    kept = ctx.around.restarts or Restarts((), 0, ctx.now)
+    owners = tuple(sorted({*kept.owners, *ctx.app.owners}))
     if owner is not None and count >= policy.restart_limit:
-        plan.restarts = replace(kept, owner=owner_uid, count=count, last_at=ctx.now, failed=True)
+        plan.restarts = replace(kept, owners=owners, count=count, last_at=ctx.now, failed=True)
         ctx.event(
             ctx.originator,
             Reason.APPLICATION_FAILED,
@@ -151,7 +151,7 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
         return Step(Trigger.RESTARTS_EXHAUSTED)
     made_again = "" if owner is None else f" for {owner.get('kind')} {owner.get('name')} to make them again"
     if owner is not None:
-        plan.restarts = replace(kept, owner=owner_uid, count=count + 1, last_at=ctx.now)
+        plan.restarts = replace(kept, owners=owners, count=count + 1, last_at=ctx.now)
     attempt = "" if owner is None else f" (restart {count + 1} of at most {policy.restart_limit})"
     if rule.trigger == Trigger.RESTARTED:
         ctx.event(ctx.originator, Reason.GANG_RESTARTING, f"{lost}: evicting {pods} together{made_again}{attempt}")

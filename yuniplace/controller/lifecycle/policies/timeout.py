@@ -109,11 +109,12 @@ def _count_attempt(ctx: Context) -> str:
     owner = p.controller_of(ctx.originator)
     if owner is None:
         return ""
-    owner_uid, limit = str(owner.get("uid") or ""), ctx.spec.on_loss.restart_limit
-    kept = ctx.around.restarts or Restarts(owner_uid, 0, 0.0)
+    limit = ctx.spec.on_loss.restart_limit
+    kept = ctx.around.restarts or Restarts((), 0, 0.0)
+    owners = tuple(sorted({*kept.owners, *ctx.app.owners}))
     timeouts = kept.timeouts + 1
     failed = kept.failed or timeouts > limit
-    ctx.plan.restarts = replace(kept, owner=owner_uid, timeouts=timeouts, timed_out_at=ctx.now, failed=failed)
+    ctx.plan.restarts = replace(kept, owners=owners, timeouts=timeouts, timed_out_at=ctx.now, failed=failed)
     if failed:
         return (
             f"; {timeouts} of its attempts ran out of time, past its limit ({keys.RESTART_LIMIT}: {limit}): every "
