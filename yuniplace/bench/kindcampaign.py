@@ -111,9 +111,8 @@ class DockerSampler:
         self.samples: list[dict[str, Any]] = []
 
     def sample(self) -> dict[str, Any]:
-        result = docker(
-            "stats", "--no-stream", "--format", "{{json .}}", check=False
-        )  # every container: the other engineer's are not ours
+        # Every container on the host: only this cluster's nodes are kept.
+        result = docker("stats", "--no-stream", "--format", "{{json .}}", check=False)
         nodes: dict[str, dict[str, float]] = {}
         for line in result.stdout.splitlines():
             row = json.loads(line)
