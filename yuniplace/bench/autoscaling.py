@@ -3,10 +3,15 @@ cluster starts with no node at all; every pod needs a node Karpenter makes (4 CP
 so one node a pod). A gang of M members is measured beside the same M pods submitted plain (no gang) on
 the same Karpenter, from the first pod's creation to the last bound; then how many nodes each made
 against the M needed, and how long after the work ends the cluster is back to no node. Then a stream of
-small gangs, beside the same pods in groups, at the same pace."""
+small gangs, beside the same pods in groups, at the same pace.
+
+A new node takes seconds, and how many depends on what Karpenter and kube-scheduler happen to be doing:
+one run of each varies by a second or more. So each is run `rounds` times, plain and gang taking turns
+(which goes first alternates), and the median of each is compared; every run's figure is kept."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,10 +43,11 @@ class Shape:
     stream_gangs: int
     stream_members: int
     stream_rate_per_s: float
+    rounds: int
 
 
-FULL = Shape((10, 100), 20, 4, 1.0)
-QUICK = Shape((10,), 5, 4, 1.0)
+FULL = Shape((10, 100), 20, 4, 1.0, rounds=3)
+QUICK = Shape((10,), 5, 4, 1.0, rounds=1)
 
 
 class Claims:
@@ -109,6 +115,36 @@ def _stream(
     }
 
 
+def _median_of(runs: list[dict[str, Any]], figures: Sequence[str]) -> dict[str, Any]:
+    """The runs' median of each figure, the rest as the last run found it, and every run's figures."""
+    merged = dict(runs[-1])
+    found = [figure for figure in figures if all(figure in run for run in runs)]
+    for figure in found:
+        merged[figure] = round(statistics.median(run[figure] for run in runs), 2)
+    merged["runs"] = [{figure: run[figure] for figure in found} for run in runs]
+    return merged
+
+
+def _in_turns(
+    rounds: int, plain_run: Callable[[int], dict[str, Any]], gang_run: Callable[[int], dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`rounds` runs of each, taking turns: plain first in even rounds, the gang first in odd ones."""
+    plains: list[dict[str, Any]] = []
+    gangs: list[dict[str, Any]] = []
+    for index in range(rounds):
+        if index % 2 == 0:
+            plains.append(plain_run(index))
+            gangs.append(gang_run(index))
+        else:
+            gangs.append(gang_run(index))
+            plains.append(plain_run(index))
+    return plains, gangs
+
+
+SIZE_FIGURES = ("start_s", "nodes_made", "back_to_size_s")
+STREAM_FIGURES = ("p50_s", "p95_s", "p99_s", "pods_per_s", "nodes_made", "back_to_size_s")
+
+
 def run(
     binaries: Binaries,
     shape: Shape,
@@ -133,29 +169,45 @@ def run(
         rows = []
         with ControllerUnderTest(cluster, log, ["--workers=8", *controller_args]):
             for members in shape.sizes:
-                progress(f"7. autoscaled: {members} pods of {POD_CPU} CPUs, plain, then as one gang")
-                baseline = _one(cluster, f"plain-{members}", plain(f"plain-{members}", members, cpu=POD_CPU), members)
-                gang_run = _one(cluster, f"gang-{members}", gang(f"gang-{members}", members, cpu=POD_CPU), members)
+                progress(f"7. autoscaled: {members} pods of {POD_CPU} CPUs, plain and as one gang, {shape.rounds} each")
+
+                def plain_run(index: int, members: int = members) -> dict[str, Any]:
+                    name = f"plain-{members}-{index}"
+                    return _one(cluster, name, plain(name, members, cpu=POD_CPU), members)
+
+                def gang_run(index: int, members: int = members) -> dict[str, Any]:
+                    name = f"gang-{members}-{index}"
+                    return _one(cluster, name, gang(name, members, cpu=POD_CPU), members)
+
+                plains, gangs = _in_turns(shape.rounds, plain_run, gang_run)
+                baseline, gang_runs = _median_of(plains, SIZE_FIGURES), _median_of(gangs, SIZE_FIGURES)
                 rows.append(
                     {
                         "members": members,
                         "baseline": baseline,
-                        "yuniplace": gang_run,
-                        "gang_vs_plain": round(gang_run["start_s"] / baseline["start_s"], 2),
+                        "yuniplace": gang_runs,
+                        "gang_vs_plain": round(gang_runs["start_s"] / baseline["start_s"], 2),
                     }
                 )
             progress(
                 f"7. autoscaled: {shape.stream_gangs} gangs of {shape.stream_members} at {shape.stream_rate_per_s}/s, "
-                "plain, then as gangs"
+                f"plain and as gangs, {shape.rounds} each"
             )
             members = shape.stream_members
-            stream_plain = _stream(
-                cluster,
-                "stream-plain",
-                shape,
-                lambda app: [member_pod(f"{app}-{i}", cpu=POD_CPU) for i in range(members)],
+            plain_streams, gang_streams = _in_turns(
+                shape.rounds,
+                lambda index: _stream(
+                    cluster,
+                    f"stream-plain-{index}",
+                    shape,
+                    lambda app: [member_pod(f"{app}-{i}", cpu=POD_CPU) for i in range(members)],
+                ),
+                lambda index: _stream(
+                    cluster, f"stream-gang-{index}", shape, lambda app: gang(app, members, cpu=POD_CPU)
+                ),
             )
-            stream_gangs = _stream(cluster, "stream-gang", shape, lambda app: gang(app, members, cpu=POD_CPU))
+            stream_plain = _median_of(plain_streams, STREAM_FIGURES)
+            stream_gangs = _median_of(gang_streams, (*STREAM_FIGURES, "reaction_ms_p50", "reaction_ms_p95"))
         return {
             "scenario": "autoscaling",
             "karpenter": karpenter.version,
@@ -164,6 +216,7 @@ def run(
             "limit_cpu": limit,
             "consolidate_after": CONSOLIDATE_AFTER,
             "disruption_budget": DISRUPTION_BUDGET,
+            "rounds": shape.rounds,
             "rows": rows,
             "stream": {
                 "gangs": shape.stream_gangs,
