@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from yuniplace.kube.watch import ListWatch
 from yuniplace.localcluster import LocalCluster, chartinstall, wait_until
 from yuniplace.localcluster.components import KEEPS_RUNNING_ANNOTATION
 from yuniplace.localcluster.nodes import ready_node_names
+from yuniplace.localcluster.ports import free_ports
 
 Pod = dict[str, Any]
 DEFAULT_WAIT_S = 60.0
@@ -147,9 +147,10 @@ class Cluster:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port no other process of this machine is given meanwhile (the other worker's clusters and
+    controllers among them): see yuniplace.localcluster.ports."""
+    (port,) = free_ports(1)
+    return port
 
 
 def is_ready(port: int) -> bool:

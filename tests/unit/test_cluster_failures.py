@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from yuniplace.localcluster import components as comp
-from yuniplace.localcluster.cluster import ClusterError, LocalCluster, Process, free_ports
+from yuniplace.localcluster.cluster import ClusterError, LocalCluster, Process
+from yuniplace.localcluster.ports import free_ports
 
 
 @pytest.fixture

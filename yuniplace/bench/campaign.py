@@ -31,7 +31,7 @@ from yuniplace.gang import keys
 from yuniplace.kube import ApiError, KubeClient
 from yuniplace.localcluster import LocalCluster, NodePool, chartinstall, ensure_built, wait_until
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES
-from yuniplace.localcluster.cluster import free_ports
+from yuniplace.localcluster.ports import free_ports
 
 DEFAULT_SEED = 24
 DEFAULT_DURATION_S = 1800.0

@@ -17,7 +17,7 @@ from pathlib import Path
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import wait_until
 from yuniplace.localcluster.chartinstall import Installation
-from yuniplace.localcluster.cluster import free_ports
+from yuniplace.localcluster.ports import free_ports
 
 READY_TIMEOUT_S = 60.0
 SUPERVISE_INTERVAL_S = 0.5

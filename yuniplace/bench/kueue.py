@@ -22,7 +22,7 @@ from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import LocalCluster, wait_until
 from yuniplace.localcluster import kueue as kq
 from yuniplace.localcluster.build import Operator
-from yuniplace.localcluster.cluster import free_ports
+from yuniplace.localcluster.ports import free_ports
 
 QUOTA_RESOURCES = ("cpu", "memory", "pods")
 READY_TIMEOUT_S = 120.0

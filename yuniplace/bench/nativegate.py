@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yuniplace.localcluster import LocalCluster
-from yuniplace.localcluster.cluster import free_ports
 from yuniplace.localcluster.pki import CertificateAuthority
+from yuniplace.localcluster.ports import free_ports
 from yuniplace.webhook.server import NATIVE_GANGS_PATH
 
 HELD = {"bench.yuniplace.io/native": "held"}

@@ -19,7 +19,7 @@ from yuniplace.bench.memory import RssSampler
 from yuniplace.gang import keys
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import LocalCluster, wait_until
-from yuniplace.localcluster.cluster import free_ports
+from yuniplace.localcluster.ports import free_ports
 
 MEMBER_LABEL = "bench.yuniplace.io/member"
 WRITE_VERBS = ("post", "patch", "delete", "put")

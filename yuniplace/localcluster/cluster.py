@@ -9,10 +9,8 @@ import contextlib
 import functools
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,13 +28,13 @@ from yuniplace.localcluster import components as comp
 from yuniplace.localcluster.build import DEFAULT_KUBERNETES, Binaries, ensure_built
 from yuniplace.localcluster.nodes import NodePool, create_nodes, ready_node_names, release_node_leases
 from yuniplace.localcluster.pki import CertificateAuthority, write_service_account_keys
+from yuniplace.localcluster.ports import free_ports
 
 DEFAULT_NAME = "default"
 COMPONENT_TIMEOUT_S = 90.0
 POLL_INTERVAL_S = 0.1
 STOP_TIMEOUT_S = 15.0
 LOG_TAIL_LINES = 30
-PORT_RANGE_START = 20000
 # The parts of the control plane that can be stopped and started one at a time, in the order `up` starts them.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
@@ -56,27 +54,6 @@ class ClusterError(RuntimeError):
 
 def state_root() -> Path:
     return Path(os.environ.get("YUNIPLACE_CLUSTERS_DIR", Path(tempfile.gettempdir()) / "yuniplace-clusters"))
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 now, chosen below the kernel's ephemeral range: a port the kernel
-    hands out as ephemeral (bind to port 0) can be taken by any outgoing connection before the
-    component binds it, which with an apiserver opening many etcd connections happens quickly."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randrange(PORT_RANGE_START, max(PORT_RANGE_START + 1000, low))
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 def _start_ticks(pid: int) -> int | None:

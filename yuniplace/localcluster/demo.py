@@ -13,13 +13,9 @@ from typing import Any
 
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster import chartinstall
-from yuniplace.localcluster.cluster import (
-    ClusterError,
-    LocalCluster,
-    free_ports,
-    wait_until,
-)
+from yuniplace.localcluster.cluster import ClusterError, LocalCluster, wait_until
 from yuniplace.localcluster.nodes import NodePool
+from yuniplace.localcluster.ports import free_ports
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "spark"
 SYSTEM_NAMESPACE = "yuniplace-system"

@@ -16,7 +16,8 @@ from typing import Any
 
 from yuniplace.kube import KubeClient, NotFound
 from yuniplace.localcluster.build import BuildError, Operator, ensure_operator
-from yuniplace.localcluster.cluster import LocalCluster, free_ports, wait_until
+from yuniplace.localcluster.cluster import LocalCluster, wait_until
+from yuniplace.localcluster.ports import free_ports
 
 KARPENTER_MODULE = "sigs.k8s.io/karpenter"
 NAME = "karpenter"  # the process, among the cluster's
