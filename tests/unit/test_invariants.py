@@ -439,3 +439,25 @@ def test_a_loss_left_without_a_gang_degraded_event_is_unreported_whatever_the_po
     # A loss mended within the loss grace and the grace needs no report.
     mended = [*pods, job_member("w-3", T0 + 60)]
     assert inv.unreported_losses(observed(*mended, gangs={APP: reporting})) == []
+
+
+def test_a_gang_restarted_more_often_than_its_limit_is_reported_whichever_pod_carried_its_record() -> None:
+    """Each restart is announced on the pod that carried the gang's record then: with two Jobs, a
+    worker's one time and the parameter server's the next. A refused eviction is no restart."""
+    limited = dataclasses.replace(RESTARTING, restart_limit=2)
+    pods = [
+        job_member("w-0", T0 + 5),
+        job_member("ps-0", T0 + 5),
+        job_member("w-1", T0 + 70),
+        job_member("ps-1", T0 + 70),
+    ]
+    restarts = [
+        EventSeen("GangRestarting", "ns", "w-0", "uid-w-0", at=T0 + 60),
+        EventSeen("GangRestarting", "ns", "ps-1", "uid-ps-1", at=T0 + 80),
+        EventSeen("GangRestarting", "ns", "w-1", "uid-w-1", at=T0 + 90, note="cannot be evicted whole (pod w-1: …)"),
+    ]
+    assert inv.restarts_past_limit(observed(*pods, gangs={APP: limited}, events=restarts)) == []
+    once_more = [*restarts, EventSeen("GangReleased", "ns", "w-1", "uid-w-1", at=T0 + 100)]
+    [violation] = inv.restarts_past_limit(observed(*pods, gangs={APP: limited}, events=once_more))
+    assert violation.invariant == inv.RESTARTED_PAST_LIMIT and violation.due == T0 + 100
+    assert violation.objects == ("w-0", "ps-1", "w-1") and "3 times, past its limit of 2" in violation.detail

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from yuniplace.controller.lifecycle.context import LOSS_GRACE_S
 from yuniplace.controller.lifecycle.policies.onloss import MAX_RESTART_BACKOFF_S
 from yuniplace.controller.plan import Settings
-from yuniplace.runtime.events import FAILURE_REASONS, Reason
+from yuniplace.gang.onloss import LossPolicy
+from yuniplace.runtime.events import EVICTION_REFUSED, FAILURE_REASONS, Reason
 
 # The invariants, by the name a report gives them.
 PARTIAL_GANG = "gang below minMember"
@@ -28,6 +29,7 @@ PARTIAL_EVICTION = "partial eviction"
 LOST_MEMBER = "lost member"
 SHORT_TOO_LONG = "restarting gang short too long"
 UNREPORTED_LOSS = "loss not reported"
+RESTARTED_PAST_LIMIT = "restarted past its limit"
 INVARIANTS = (
     PARTIAL_GANG,
     PLACEHOLDER_OUTLIVED,
@@ -38,6 +40,7 @@ INVARIANTS = (
     LOST_MEMBER,
     SHORT_TOO_LONG,
     UNREPORTED_LOSS,
+    RESTARTED_PAST_LIMIT,
 )
 
 RESTART_BACKOFF_S = Settings().restart_backoff_s
@@ -53,6 +56,9 @@ GANG_EVICTED = frozenset(
     r.value for r in (Reason.GANG_PREEMPTED, Reason.GANG_RESTARTING, Reason.GANG_RELEASED, Reason.APPLICATION_FAILED)
 )
 GANG_DEGRADED = Reason.GANG_DEGRADED.value
+# What a loss rule's eviction of a whole gang says, each counted against its restart limit (an eviction
+# the API refused says so under the same reason, and is no restart).
+RESTART_ANSWERS = frozenset({Reason.GANG_RESTARTING.value, Reason.GANG_RELEASED.value})
 
 
 @dataclass
@@ -116,6 +122,7 @@ class Gang:
     # How long a bound member may go without being Ready before it counts as lost, where the campaign
     # judges readiness (None: kwok's pods are Ready as soon as they run).
     ready_timeout_s: float | None = None
+    restart_limit: int = LossPolicy().restart_limit  # restarts (or releases) for lost members, at most
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,7 @@ class EventSeen:
     name: str  # of the object it regards
     uid: str
     at: float | None = None  # when it first happened, by its reporter's clock
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -755,6 +763,35 @@ def unreported_losses(observed: Observed) -> list[Violation]:
     return found
 
 
+def restarts_past_limit(observed: Observed) -> list[Violation]:
+    """A gang evicted whole for lost members (restarted, or released) more times than its restart
+    limit: each eviction is counted, and once the count is at the limit a further loss fails the gang.
+    Counted by the events that announce them, on any of its pods, whichever of them carried its
+    record at the time (a gang of two Jobs may be carried by either's pods in turn)."""
+    app_of = {(t.namespace, t.name): t.app for t in observed.pods.values()}
+    answers: dict[str, list[EventSeen]] = defaultdict(list)
+    for event in observed.events:
+        answer = event.reason in RESTART_ANSWERS and not event.note.startswith(EVICTION_REFUSED)
+        if answer and (app := app_of.get((event.namespace, event.name))) is not None:
+            answers[app].append(event)
+    found = []
+    for app, events in answers.items():
+        gang = observed.gangs.get(app)
+        if gang is None or len(events) <= gang.restart_limit:
+            continue
+        ordered = sorted(events, key=lambda e: e.at or 0.0)
+        found.append(
+            Violation(
+                RESTARTED_PAST_LIMIT,
+                app,
+                tuple(e.name for e in ordered),
+                f"evicted whole for lost members {len(events)} times, past its limit of {gang.restart_limit}",
+                ordered[gang.restart_limit].at or observed.now,
+            )
+        )
+    return found
+
+
 def check(observed: Observed) -> list[Violation]:
     """Every invariant over what was observed, ordered by when each violation was due."""
     violations = (
@@ -767,5 +804,6 @@ def check(observed: Observed) -> list[Violation]:
         + lost_members(observed)
         + short_restarting_gangs(observed)
         + unreported_losses(observed)
+        + restarts_past_limit(observed)
     )
     return sorted(violations, key=lambda v: (v.due, v.invariant, v.app))

@@ -177,6 +177,7 @@ class PodObserver:
                         str(regarding.get("name", "")),
                         str(regarding.get("uid", "")),
                         p.parse_time(event.get("eventTime") or event.get("deprecatedFirstTimestamp")),
+                        str(event.get("note") or ""),
                     )
                 )
         return seen

@@ -175,6 +175,7 @@ class GangPlan:
             ready_timeout_s=None
             if not workload.programs
             else float(workload.ready_timeout_s or LossPolicy().ready_timeout_s),
+            restart_limit=LossPolicy().restart_limit if self.restart_limit is None else self.restart_limit,
         )
 
 

@@ -32,7 +32,7 @@ from yuniplace.gang.record import state_of
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
-from yuniplace.runtime.events import EventRecorder, Reason
+from yuniplace.runtime.events import EVICTION_REFUSED, EventRecorder, Reason
 from yuniplace.runtime.metrics import Metrics
 from yuniplace.runtime.store import PodStore
 from yuniplace.runtime.workqueue import WorkQueue
@@ -330,7 +330,7 @@ class Controller:
             self.recorder.record(
                 plan.originator,
                 Reason.GANG_RESTARTING if restarting else Reason.GANG_PREEMPTED,
-                f"cannot be evicted whole ({refused.eviction}); it keeps running",
+                f"{EVICTION_REFUSED} ({refused.eviction}); it keeps running",
             )
         elif plan.restarts is not None:
             self.restarts.record(key, plan.restarts)

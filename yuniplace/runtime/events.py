@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 REPORTING_CONTROLLER = "yuniplace.io/controller"
 MAX_NOTE = 1024
+# How a GangRestarting or GangPreempted event begins when the API refused to evict the gang whole (a
+# PodDisruptionBudget): it keeps running, and nothing was restarted.
+EVICTION_REFUSED = "cannot be evicted whole"
 FLUSH_TIMEOUT_S = 5.0
 
 NORMAL, WARNING = "Normal", "Warning"
