@@ -113,6 +113,43 @@ def member(
     return pod(name, labels={app_label: app, **(labels or {})}, annotations=notes, **fields)
 
 
+# The group and version of each kind a review may carry (others are taken as core v1).
+KINDS = {
+    "Pod": ("", "v1"),
+    "Deployment": ("apps", "v1"),
+    "ReplicaSet": ("apps", "v1"),
+    "StatefulSet": ("apps", "v1"),
+    "DaemonSet": ("apps", "v1"),
+    "Job": ("batch", "v1"),
+    "CronJob": ("batch", "v1"),
+}
+
+
+def admission_review(
+    obj: Mapping[str, Any],
+    *,
+    operation: str = "CREATE",
+    kind: str | None = None,
+    user: tuple[str, list[str]] | None = None,
+    old: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The AdmissionReview the API server sends a webhook for `obj` (of its own kind unless `kind` says
+    otherwise), by `user` (name, groups) where given, with `old` for an update."""
+    kind = kind or obj.get("kind") or "Pod"
+    group, version = KINDS.get(kind, ("", "v1"))
+    request: dict[str, Any] = {
+        "uid": "u-1",
+        "kind": {"group": group, "version": version, "kind": kind},
+        "operation": operation,
+        "object": obj,
+    }
+    if user is not None:
+        request["userInfo"] = {"username": user[0], "uid": "x", "groups": user[1]}
+    if old is not None:
+        request["oldObject"] = old
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
 def node(
     name: str,
     cpu: str = "4",

@@ -17,16 +17,7 @@ GROUPS = builders.task_groups(builders.task_group("workers", 2, {"cpu": "1", "me
 
 
 def review(pod: dict[str, Any], operation: str = "CREATE", kind: str = "Pod") -> dict[str, Any]:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-1",
-            "kind": {"group": "", "version": "v1", "kind": kind},
-            "operation": operation,
-            "object": pod,
-        },
-    }
+    return builders.admission_review(pod, operation=operation, kind=kind)
 
 
 def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

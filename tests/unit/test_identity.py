@@ -32,15 +32,6 @@ SPARK_DRIVER = (
     "system:serviceaccount:spark:spark",
     ["system:serviceaccounts", "system:serviceaccounts:spark", "system:authenticated"],
 )
-KINDS = {
-    "Pod": ("", "v1"),
-    "Deployment": ("apps", "v1"),
-    "ReplicaSet": ("apps", "v1"),
-    "StatefulSet": ("apps", "v1"),
-    "DaemonSet": ("apps", "v1"),
-    "Job": ("batch", "v1"),
-    "CronJob": ("batch", "v1"),
-}
 
 
 def record(who: tuple[str, list[str]]) -> str:
@@ -53,18 +44,7 @@ def review(
     operation: str = "CREATE",
     old: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    group, version = KINDS[obj["kind"]]
-    request: dict[str, Any] = {
-        "uid": "u-1",
-        "kind": {"group": group, "version": version, "kind": obj["kind"]},
-        "operation": operation,
-        "object": obj,
-    }
-    if who is not None:
-        request["userInfo"] = {"username": who[0], "uid": "x", "groups": who[1]}
-    if old is not None:
-        request["oldObject"] = old
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return builders.admission_review(obj, operation=operation, user=who, old=old)
 
 
 def pod(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

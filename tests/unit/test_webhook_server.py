@@ -10,28 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests import builders
 from yuniplace.localcluster.pki import CertificateAuthority
 from yuniplace.webhook import server
 
-POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "plain", "namespace": "team", "uid": "u-1"},
-    "spec": {"containers": [{"name": "main", "image": "busybox"}]},
-}
-REVIEW = {
-    "apiVersion": "admission.k8s.io/v1",
-    "kind": "AdmissionReview",
-    "request": {
-        "uid": "review-1",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "operation": "CREATE",
-        "namespace": "team",
-        "object": POD,
-        "userInfo": {"username": "someone"},
-    },
-}
+REVIEW = builders.admission_review(
+    builders.pod("plain", namespace="team", uid="u-1", containers=[{"name": "main", "image": "busybox"}])
+)
 
 
 @pytest.fixture
@@ -54,7 +39,7 @@ def test_reviews_are_answered_one_after_another_on_one_kept_connection(certifica
             answer = connection.getresponse()
             body = json.loads(answer.read())
             assert answer.status == 200
-            assert body["response"] == {"uid": "review-1", "allowed": True}
+            assert body["response"] == {"uid": "u-1", "allowed": True}
             assert not answer.will_close  # HTTP/1.1: the next review reuses the connection
     finally:
         connection.close()
