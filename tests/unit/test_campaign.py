@@ -12,7 +12,7 @@ from tests import builders
 from yuniplace.bench import campaign, stream
 from yuniplace.bench.__main__ import parser
 from yuniplace.bench.invariants import EVICTED
-from yuniplace.bench.observer import NodeObserver, new_trace, take_in
+from yuniplace.bench.observer import NodeObserver, PodObserver, new_trace, take_in
 from yuniplace.gang import keys
 from yuniplace.gang.pods import format_time
 from yuniplace.queues.yunikorn import read_queues_yaml
@@ -240,3 +240,67 @@ def test_the_observer_notes_when_a_member_first_ran_and_was_first_ready() -> Non
     running["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     take_in(trace, running, 3.0)
     assert (trace.bound_at, trace.running_at, trace.ready_at) == (1.0, 2.0, 3.0)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _EventsClient:
+    """Answers the checker's read of events, taking `slow_s` of the clock, or fails after it as an API
+    server that is away does once its retries run out."""
+
+    def __init__(self, clock: _Clock, slow_s: float = 0.0, away: bool = False) -> None:
+        self.clock, self.slow_s, self.away = clock, slow_s, away
+
+    def get(self, path: str, **_query: object) -> dict[str, object]:
+        self.clock.now += self.slow_s
+        if self.away:
+            raise ConnectionRefusedError("connection refused")
+        return {"items": []}
+
+
+class _QuietStream:
+    def gangs(self) -> dict[str, object]:
+        return {}
+
+    def disturbed(self) -> dict[str, float]:
+        return {}
+
+    def deleted(self) -> frozenset[str]:
+        return frozenset()
+
+
+def _checker(client: _EventsClient, clock: _Clock, said: list[str]) -> campaign.Checker:
+    observer = PodObserver(client, NAMESPACES)  # type: ignore[arg-type]
+    return campaign.Checker(observer, _QuietStream(), 60.0, said.append, clock=clock)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("away", [False, True], ids=["slow", "away"])
+def test_a_slow_check_is_not_taken_for_the_campaign_standing_still(away: bool) -> None:
+    clock, said = _Clock(), []
+    client = _EventsClient(clock, slow_s=campaign.CHECK_EVERY_S + campaign.STALL_S + 5, away=away)
+    checker = _checker(client, clock, said)
+    for _ in range(3):
+        clock.now += campaign.CHECK_EVERY_S  # the loop's wait between checks
+        checker.check()
+    assert checker.stalls == [] and checker.stalled_s == 0.0
+    assert not any("stood still" in line for line in said)
+    assert any("check skipped" in line for line in said) is away
+
+
+def test_a_pause_between_checks_is_counted_and_added_to_the_grace() -> None:
+    clock, said = _Clock(), []
+    checker = _checker(_EventsClient(clock), clock, said)
+    clock.now += campaign.CHECK_EVERY_S
+    checker.check()
+    clock.now += campaign.CHECK_EVERY_S + 100  # the process was paused
+    checker.check()
+    assert [stall["gap_s"] for stall in checker.stalls] == [campaign.CHECK_EVERY_S + 100]
+    assert checker.stalled_s == 100
+    assert checker.observed().grace_s == 160
+    assert any("stood still for 130s" in line for line in said)

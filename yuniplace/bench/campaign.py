@@ -86,6 +86,7 @@ class Checker:
         grace_s: float,
         report: Callable[[str], None],
         nodes: NodeObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._observer = observer
         self._nodes = nodes
@@ -95,12 +96,15 @@ class Checker:
         self.started = time.time()
         self.found: dict[tuple[str, str, tuple[str, ...]], invariants.Violation] = {}
         self.checks = 0
-        # Checks come every CHECK_EVERY_S; a much longer gap means the campaign itself stood still (a
-        # machine not quiet, whose processes were paused), which delays everything it drives: the time
-        # it stood still is added to the grace, so what a pause delayed is not taken for a defect.
+        # A check comes CHECK_EVERY_S after the last one ended; a much longer gap means the campaign
+        # itself stood still (a machine not quiet, whose processes were paused), which delays everything
+        # it drives: the time it stood still is added to the grace, so what a pause delayed is not taken
+        # for a defect. A check that was slow (its reads retried while the API server was away in a fault)
+        # is not a pause: the gap is counted from when it ended.
         self.stalls: list[dict[str, float]] = []
         self.stalled_s = 0.0
-        self._last = time.monotonic()
+        self._clock = clock
+        self._last = clock()
 
     def observed(self) -> invariants.Observed:
         return invariants.Observed(
@@ -116,12 +120,17 @@ class Checker:
         )
 
     def check(self) -> None:
-        now = time.monotonic()
-        if now - self._last > CHECK_EVERY_S + STALL_S:
-            self.stalls.append({"at_s": round(time.time() - self.started, 1), "gap_s": round(now - self._last, 1)})
-            self.stalled_s += now - self._last - CHECK_EVERY_S
-            self._report(f"WARNING: the campaign stood still for {now - self._last:.0f}s: is the machine quiet?")
-        self._last = now
+        try:
+            self._check()
+        finally:
+            self._last = self._clock()
+
+    def _check(self) -> None:
+        gap = self._clock() - self._last
+        if gap > CHECK_EVERY_S + STALL_S:
+            self.stalls.append({"at_s": round(time.time() - self.started, 1), "gap_s": round(gap, 1)})
+            self.stalled_s += gap - CHECK_EVERY_S
+            self._report(f"WARNING: the campaign stood still for {gap:.0f}s: is the machine quiet?")
         try:
             observed = self.observed()
         except (ApiError, OSError) as error:  # the API server is away (a fault): next time
