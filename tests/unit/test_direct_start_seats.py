@@ -49,18 +49,28 @@ class Api:
 
     def __init__(self) -> None:
         self.writes: list[str] = []
+        self.annotations: dict[str, dict[str, Any]] = {}  # by pod, as its merge patches wrote them
         self._versions = itertools.count(11)
 
     def patch(self, path: str, body: Any, **_: Any) -> dict[str, Any]:
         name = path.split("/")[6]
-        self.writes.append(("nominate " if path.endswith("/status") else "release ") + name)
+        verb = "release" if isinstance(body, list) else "nominate" if path.endswith("/status") else "annotate"
+        self.writes.append(f"{verb} {name}")
+        if isinstance(body, dict):
+            self.annotations.setdefault(name, {}).update(body["metadata"]["annotations"])
         pod = member(name)
         pod["metadata"]["resourceVersion"] = str(next(self._versions))
         return pod
 
+    def delete(self, path: str, _body: Any = None, **_: Any) -> dict[str, Any]:
+        self.writes.append("delete " + path.split("/")[6])
+        return {}
+
 
 class Store:
     def upsert(self, _pod: Any) -> None: ...
+
+    def delete(self, _pod: Any) -> None: ...
 
 
 class Landings:
@@ -92,6 +102,44 @@ def test_members_started_directly_are_released_only_once_their_seats_are_seen_to
 def test_members_whose_seats_are_not_seen_to_hold_stay_nominated_and_gated() -> None:
     writes, held, _ = run(hold=False)
     assert writes == ["nominate a", "nominate b"] and held
+
+
+class Metrics:
+    class _Counter:
+        def labels(self, *_: Any) -> Metrics._Counter:
+            return self
+
+        def inc(self) -> None: ...
+
+    placeholders_deleted = _Counter()
+
+
+def _started_directly(plan_delete: list[dict[str, Any]]) -> Api:
+    """A gang started directly whose originator, member a, gets the gang's record in the same plan."""
+    api = Api()
+    a, b = member("a"), member("b")
+    swaps = [Swap(pod, None, node, "workers", direct=True) for pod, node in ((a, "n1"), (b, "n2"))]
+    record: dict[str, str | None] = {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
+    plan = Plan(KEY, AppState.RESERVED, originator=a, swaps=swaps, annotate=record, delete=plan_delete)
+    executor = Executor(api, Store(), None, Metrics(), Landings())  # type: ignore[arg-type]
+    try:
+        executor.apply(plan)
+    finally:
+        executor.close()
+    return api
+
+
+def test_the_gangs_record_goes_in_its_originators_nomination_when_nominations_are_the_first_writes() -> None:
+    api = _started_directly([])
+    assert sorted(api.writes) == ["nominate a", "nominate b", "release a", "release b"]  # no write of its own
+    assert api.annotations["a"] == {keys.SEAT: "n1", keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
+    assert api.annotations["b"] == {keys.SEAT: "n2"}
+
+
+def test_the_gangs_record_is_written_first_when_the_plan_deletes_or_creates_before_it_nominates() -> None:
+    api = _started_directly([member("old-placeholder")])
+    assert api.writes[:2] == ["annotate a", "delete old-placeholder"]
+    assert sorted(api.writes[2:]) == ["nominate a", "nominate b", "release a", "release b"]
 
 
 def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -191,8 +191,11 @@ class Executor:
         # reads in order (a member's PlaceholderSwapped, posted when it binds, comes after).
         for event in plan.events:
             self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)
-        if plan.annotate and plan.originator is not None:
-            # First, so a controller restarted after any later step knows the reservation began.
+        direct = [swap for swap in plan.swaps if swap.direct]
+        carrier = self._record_carrier(plan, direct)
+        if plan.annotate and plan.originator is not None and carrier is None:
+            # First (or with the originator's nomination: see _record_carrier), so a controller restarted
+            # after any later step knows the reservation began.
             self._annotate(plan.originator, plan.annotate)
         refusals = [why for why in self._each(self._create, plan.create) if why is not None]
         self._each(lambda pod: self._delete(pod, "released"), plan.delete)
@@ -202,15 +205,19 @@ class Executor:
             self._landings.expect(swap, plan.key, plan.originator)
         pins = plan.pins
         held = False
-        direct = [swap for swap in plan.swaps if swap.direct]
-        if direct or self._contended(plan.key):
+        if carrier is not None or direct or self._contended(plan.key):
             # A batch of nominated swaps goes step by step: every nomination, then every placeholder
             # deleted, then every member released. No member is released while a placeholder of its
             # batch still holds room it is nominated to, which would make the two count twice there.
             # A seat holds nothing until its member's nomination does: a pod kube-scheduler took up
             # before it saw the nominations may have taken one, so members started directly are
             # released only once the seats are seen to hold (else they stay nominated, and gated).
-            version = max(self._each(self._nominate, plan.swaps), default=0)
+            carried = p.uid(carrier.member) if carrier is not None else None
+
+            def nominate(swap: Swap) -> int:
+                return self._nominate(swap, plan.annotate if p.uid(swap.member) == carried else None)
+
+            version = max(self._each(nominate, plan.swaps), default=0)
             held = bool(direct) and not self._seats_hold(plan.key, direct, version)
             going = [swap for swap in plan.swaps if not (held and swap.direct)]
             self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in going if s.placeholder])
@@ -230,6 +237,20 @@ class Executor:
         if plan.pod_group_status is not None and api is not None:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
         return Refusals(refusals[0] if refusals else None, eviction, held)
+
+    def _record_carrier(self, plan: Plan, direct: list[Swap]) -> Swap | None:
+        """The originator's own swap, when its nomination is to carry the gang's record (plan.annotate)
+        in the same write, a round of writes sooner than the record alone would go. Only where the
+        nominations are the plan's first writes: a controller restarted before the record is written
+        then finds the gang as it was (no placeholder made or deleted, no member released, at most some
+        members nominated, which it nominates again) and makes the same plan."""
+        if not plan.annotate or plan.originator is None or plan.create or plan.delete:
+            return None
+        originator = p.uid(plan.originator)
+        carrier = next((s for s in plan.swaps if p.uid(s.member) == originator and s.marker is not None), None)
+        if carrier is None or not (direct or self._contended(plan.key)):
+            return None
+        return carrier
 
     def _evict_all(self, pods: list[Pod]) -> str | None:
         """Evict every pod, or none: each eviction is tried as a dry run first, so that a
@@ -301,22 +322,23 @@ class Executor:
             self._delete(swap.placeholder, "swapped")
         self._ungate(swap.member, marker=swap.marker, prefer=swap.node, pins=pins)
 
-    def _nominate(self, swap: Swap) -> int:
+    def _nominate(self, swap: Swap, record: Mapping[str, str | None] | None = None) -> int:
         """Step 1 of a swap: nominate the member to the reserved node while its placeholder (or, started
         directly, admission's count of its seat) still holds the room. kube-scheduler counts a
         nominated pod's requests as taken on that node for pods of lower or equal priority from the
         moment it sees the nomination, gated or not (its queue records the nomination of a gated pod
         updated), so no pod it takes up after that can take the room; and a nomination, unlike a node
-        pin, lets the member go elsewhere if the node fails it after all. Return the member's
-        resourceVersion once nominated."""
+        pin, lets the member go elsewhere if the node fails it after all. The originator's nomination may
+        carry the gang's `record` too (see _record_carrier). Return the member's resourceVersion once
+        nominated."""
         member, marker = swap.member, swap.marker
         done = p.annotations_of(member).get(marker[0]) == marker[1] if marker else True
-        if marker is None or (done and p.nominated_node(member) == swap.node):
+        if marker is None or (done and p.nominated_node(member) == swap.node and not record):
             return p.resource_version(member)
         # One write for both: pods/status accepts metadata, and the annotation tells a restarted
         # controller which placeholder this pod is taking the place of (or which seat it was given).
         step_one = {
-            "metadata": {"annotations": {marker[0]: marker[1]}},
+            "metadata": {"annotations": {marker[0]: marker[1], **(record or {})}},
             "status": {"nominatedNodeName": swap.node},
         }
         nominated = self._client.patch(f"{_pod_path(member)}/status", step_one, decode=watched.PODS.object)
