@@ -153,6 +153,28 @@ def test_members_held_on_their_seats_go_to_them_on_the_next_look_and_only_to_the
     ]
 
 
+def test_members_nominated_before_their_record_was_written_are_seated_again_as_admission_says_now() -> None:
+    """The record of a direct start rides in its originator's nomination (controller/apply.py): a
+    controller stopped between the nominations finds members nominated to seats and no record. The gang
+    is pending still: nothing of it is released while admission holds it back, and once admitted, each
+    member goes to the seat it is given now, in a plan that writes the record again."""
+    pods = [driver(), executor(0), executor(1)]
+    for pod, node in zip(pods, ("node-a", "node-b", "node-c"), strict=True):
+        nominated(pod, node)["metadata"]["annotations"][keys.SEAT] = node
+    view = Application.of(KEY, pods)
+    held = plan_application(view, NOW, ticket=Waiting("waiting for free capacity"))
+    assert held.state == AppState.PENDING and not held.swaps and not held.ungate and not held.create
+    seats = Granted(seats=(("driver", ("node-x",)), ("exec", ("node-b", "node-y"))))
+    again = plan_application(view, NOW, ticket=seats)
+    assert again.state == AppState.RESERVED and not again.ungate and not again.create
+    assert [(p.name(s.member), s.node, s.direct) for s in again.swaps] == [
+        ("driver", "node-x", True),
+        ("exec-0", "node-b", True),
+        ("exec-1", "node-y", True),
+    ]
+    assert again.annotate[keys.STATE] == "Reserved"
+
+
 def test_a_member_larger_than_its_group_is_seated_as_large_as_it_is() -> None:
     """Admission sized the seats by the group made as large as its largest member: every member starts on
     one, none into normal scheduling."""
