@@ -192,7 +192,11 @@ class Executor:
         for event in plan.events:
             self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)
         direct = [swap for swap in plan.swaps if swap.direct]
-        carrier = self._record_carrier(plan, direct)
+        # Whether the swaps are nominated is known first where the record may ride in a nomination,
+        # else only once the plan's other writes are done, as close as may be to the swaps.
+        candidate = self._record_carrier(plan)
+        nominated = self._nominates(plan, direct) if candidate is not None else None
+        carrier = candidate if nominated else None
         if plan.annotate and plan.originator is not None and carrier is None:
             # First (or with the originator's nomination: see _record_carrier), so a controller restarted
             # after any later step knows the reservation began.
@@ -205,7 +209,9 @@ class Executor:
             self._landings.expect(swap, plan.key, plan.originator)
         pins = plan.pins
         held = False
-        if carrier is not None or direct or self._contended(plan.key):
+        if nominated is None:
+            nominated = self._nominates(plan, direct)
+        if nominated:
             # A batch of nominated swaps goes step by step: every nomination, then every placeholder
             # deleted, then every member released. No member is released while a placeholder of its
             # batch still holds room it is nominated to, which would make the two count twice there.
@@ -238,19 +244,22 @@ class Executor:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
         return Refusals(refusals[0] if refusals else None, eviction, held)
 
-    def _record_carrier(self, plan: Plan, direct: list[Swap]) -> Swap | None:
-        """The originator's own swap, when its nomination is to carry the gang's record (plan.annotate)
-        in the same write, a round of writes sooner than the record alone would go. Only where the
-        nominations are the plan's first writes: a controller restarted before the record is written
-        then finds the gang as it was (no placeholder made or deleted, no member released, at most some
-        members nominated, which it nominates again) and makes the same plan."""
+    def _nominates(self, plan: Plan, direct: list[Swap]) -> bool:
+        """Whether the plan's swaps go as a nominated batch: members started directly, or room a swap
+        frees that a pod of another application waits to take."""
+        return bool(direct) or self._contended(plan.key)
+
+    @staticmethod
+    def _record_carrier(plan: Plan) -> Swap | None:
+        """The originator's own swap, whose nomination, if the swaps are nominated, carries the gang's
+        record (plan.annotate) in the same write, a round of writes sooner than the record alone would
+        go. Only where the nominations would be the plan's first writes: a controller restarted before
+        the record is written then finds the gang as it was (no placeholder made or deleted, no member
+        released, at most some members nominated, which it nominates again) and makes the same plan."""
         if not plan.annotate or plan.originator is None or plan.create or plan.delete:
             return None
         originator = p.uid(plan.originator)
-        carrier = next((s for s in plan.swaps if p.uid(s.member) == originator and s.marker is not None), None)
-        if carrier is None or not (direct or self._contended(plan.key)):
-            return None
-        return carrier
+        return next((s for s in plan.swaps if p.uid(s.member) == originator and s.marker is not None), None)
 
     def _evict_all(self, pods: list[Pod]) -> str | None:
         """Evict every pod, or none: each eviction is tried as a dry run first, so that a
