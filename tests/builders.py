@@ -180,3 +180,89 @@ def queues_yaml(*queues: str, rules: str = "") -> str:
     body = "\n".join(textwrap.indent(textwrap.dedent(q).strip(), " " * 10) for q in queues)
     placement = f"    placementrules:\n{textwrap.indent(textwrap.dedent(rules).strip(), ' ' * 6)}\n" if rules else ""
     return f"partitions:\n  - name: default\n{placement}    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n{body}\n"
+
+
+DRA = "resource.k8s.io/v1"
+
+
+def device_class(
+    name: str, driver: str, *, selectors: Sequence[str] = (), extended_resource: str | None = None
+) -> dict[str, Any]:
+    """A DeviceClass of the devices of `driver`, narrowed by more CEL `selectors`."""
+    expressions = [f'device.driver == "{driver}"', *selectors]
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in expressions]}
+    if extended_resource is not None:
+        spec["extendedResourceName"] = extended_resource
+    return {"apiVersion": DRA, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def resource_slice(
+    name: str,
+    node: str,
+    driver: str,
+    devices: Sequence[str],
+    *,
+    pool: str | None = None,
+    generation: int = 1,
+    attributes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A ResourceSlice as a DRA driver publishes one for its node: one pool (the node's), its `devices`
+    by name, each with the `attributes` given for it (by device name)."""
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": device,
+                    **({"attributes": dict(attributes[device])} if attributes and device in attributes else {}),
+                }
+                for device in devices
+            ],
+        },
+    }
+
+
+def device_request(
+    device_class_name: str, count: int = 1, *, name: str = "devices", selectors: Sequence[str] = (), mode: str = ""
+) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class_name}
+    if mode == "All":
+        exactly["allocationMode"] = "All"
+    else:
+        exactly["count"] = count
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"name": name, "exactly": exactly}
+
+
+def claim_spec(*requests: Mapping[str, Any]) -> dict[str, Any]:
+    return {"devices": {"requests": [dict(r) for r in requests]}}
+
+
+def claim_template(name: str, *requests: Mapping[str, Any]) -> dict[str, Any]:
+    """A ResourceClaimTemplate whose claims make the requests."""
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": claim_spec(*requests)},
+    }
+
+
+def resource_claim(name: str, *requests: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": DRA, "kind": "ResourceClaim", "metadata": {"name": name}, "spec": claim_spec(*requests)}
+
+
+def using_claims(pod: dict[str, Any], *, templates: Sequence[str] = (), claims: Sequence[str] = ()) -> dict[str, Any]:
+    """The pod with claims made from `templates` and the named `claims`, each used by its first container."""
+    entries = [{"name": f"t{i}", "resourceClaimTemplateName": t} for i, t in enumerate(templates)]
+    entries += [{"name": f"c{i}", "resourceClaimName": c} for i, c in enumerate(claims)]
+    pod["spec"]["resourceClaims"] = entries
+    container = pod["spec"]["containers"][0]
+    container.setdefault("resources", {})["claims"] = [{"name": e["name"]} for e in entries]
+    return pod

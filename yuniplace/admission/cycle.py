@@ -36,6 +36,7 @@ from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources
 from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
+from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.queues.pools import Pool, pool_owners
@@ -82,8 +83,10 @@ class Admission:
         self.room = ClusterRoom(on_freed=self.capacity_changed)
         # What an autoscaler's node pools can still add, fed by their watches where they are served.
         self.growth = Growth(on_change=self.capacity_changed)
+        # The cluster's DRA devices, fed by their watches where the cluster serves them.
+        self.devices = DeviceInventory(on_change=self.capacity_changed)
         self._store = store
-        self._sources = Sources(store, self.room, pod_group_of, limits, self.growth)
+        self._sources = Sources(store, self.room, pod_group_of, limits, self.growth, self.devices)
         self._queues = queues
         self._wake = wake
         self._rules = rules
@@ -145,7 +148,7 @@ class Admission:
         if isinstance(ticket, Waiting):
             announce = self._announced.get(key) != ticket.message
             self._announced[key] = ticket.message
-            return Waiting(ticket.message, announce, ticket.times_out)
+            return replace(ticket, announce=announce)
         self._announced.pop(key, None)
         return ticket
 

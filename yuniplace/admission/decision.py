@@ -18,6 +18,7 @@ from yuniplace.admission.growth import GrowingPool, is_coming
 from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
+from yuniplace.devices.claims import ONE_DEVICE, device_class_of, is_device_resource
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import PODS, Constraints, Need, Room
 from yuniplace.gang.groups import GroupConsent
@@ -101,6 +102,20 @@ def _describe(unit: Sequence[App], short: Sequence[int], viewer: str, said: Mapp
 
 def _the(ticket: Granted, _app: App) -> Granted:
     return ticket
+
+
+def _without_devices(need: Need) -> Need:
+    return replace(need, requests={k: v for k, v in need.requests.items() if not is_device_resource(k)})
+
+
+def _devices_there(empty: Room, needs: Sequence[Need]) -> str:
+    """How many devices of each class the needs ask for the cluster's nodes have, all told."""
+    asked = sorted({name for need in needs for name in need.requests if device_class_of(name) is not None})
+    have = []
+    for name in asked:
+        nodes = [node.allocatable.get(name, 0) for node in empty.nodes if node.allocatable.get(name, 0) > 0]
+        have.append(f"{sum(nodes) // ONE_DEVICE} of {name} on {len(nodes)} node(s)")
+    return "the nodes have " + ", ".join(have) if have else "no node has any"
 
 
 def _needs_of(unit: Sequence[App]) -> list[Need]:
@@ -300,6 +315,18 @@ class Decision:
         unit = [a for a in unit if a.key not in self._granted]  # granted members' room is counted already
         if self._too_large_for_namespace(unit):
             return
+        if any(app.device_note for app in unit):
+            self._wait(
+                unit,
+                lambda app: (
+                    f"its DRA devices cannot be counted ({app.device_note}): waiting, whole, until they can"
+                    if app.device_note and app.key.namespace == unit[0].key.namespace
+                    else "the DRA devices of its gang group cannot be counted: waiting, whole, until they can"
+                ),
+                times_out=True,
+                reason=Reason.GANG_DEVICES,
+            )
+            return
         first = unit[0]
         awaited = self._awaited_peers(first)
         if awaited:
@@ -358,6 +385,19 @@ class Decision:
                     "freed or for a pool's limits to be raised"
                 ),
                 times_out=True,
+            )
+            return
+        if any(never) and not any(self._snapshot.empty.copy().take_all([_without_devices(n) for n in needs])):
+            # Only devices are short, and no autoscaler makes a DRA driver's devices: placeholders would
+            # only hold room for a gang that never starts.
+            self._wait(
+                unit,
+                lambda app: (
+                    f"no node's DRA devices can ever hold the gang ({_describe(unit, never, app.key.namespace)}; "
+                    f"{_devices_there(self._snapshot.empty, needs)}): waiting, whole, for devices to be added"
+                ),
+                times_out=True,
+                reason=Reason.GANG_EXCEEDS_CAPACITY,
             )
             return
         if any(never):
@@ -458,8 +498,8 @@ class Decision:
         while other pods wait to be scheduled: one of them could take a seat in the moment before its
         member is nominated to it, and the gang would then start in part, where a placeholder that
         loses the race only waits."""
-        if not self._rules.direct_start or len(unit) != 1 or not unit[0].complete:
-            return None
+        if not self._rules.direct_start or len(unit) != 1 or not unit[0].complete or unit[0].uses_devices:
+            return None  # (a nomination holds no DRA device: a gang that asks for some holds them with placeholders)
         app = unit[0]
         domains = Domains()
         if _asks_domains(app):
@@ -804,7 +844,14 @@ class Decision:
         for app in unit:
             self._room.take_all(app.needs, closest(self._room, app.spec, app.needs))
 
-    def _wait(self, unit: Sequence[App], message: Callable[[App], str], *, times_out: bool) -> None:
+    def _wait(
+        self,
+        unit: Sequence[App],
+        message: Callable[[App], str],
+        *,
+        times_out: bool,
+        reason: Reason = Reason.GANG_WAITING,
+    ) -> None:
         """The unit waits, unless a namespace of it has as many applications waiting as it may:
         then the whole unit is refused, so that no namespace can queue without bound."""
         limit = self._rules.max_waiting_per_namespace
@@ -820,7 +867,7 @@ class Decision:
             )
             return
         for app in unit:
-            self._tickets[app.key] = Waiting(message(app), times_out=times_out)
+            self._tickets[app.key] = Waiting(message(app), times_out=times_out, reason=reason)
             self._waiting[app.key.namespace] += 1
             self.waiting_by_queue[app.queue] += 1
 

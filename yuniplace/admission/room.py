@@ -13,9 +13,10 @@ import sys
 import threading
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from yuniplace.devices.inventory import DeviceCounts
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import Amounts, Constraints, Node, Room, constraints_key, from_decimals
 from yuniplace.gang.resources import pod_requests
@@ -121,6 +122,32 @@ class RoomView:
         added, empty."""
         free = {**self.free, **{node.name: node.allocatable for node in coming}}
         return RoomView([*self.nodes, *coming], free, self.takes, self.competing)
+
+    def with_devices(self, counts: DeviceCounts, aliases: Mapping[str, str] = {}) -> RoomView:
+        """The view with each node's DRA devices of the kinds counted added to its room, as resources
+        (devices/claims.py names them): what it has, and what no claim holds. `aliases`: the extended
+        resources DeviceClasses let pods ask devices by (resource -> its class's resource), counted
+        from the devices on every node that does not advertise that resource itself (a device
+        plugin's node does)."""
+        if not counts.total:
+            return self
+        nodes: list[Node] = []
+        free = dict(self.free)
+        for node in self.nodes:
+            total = counts.total.get(node.name)
+            if total is None:
+                nodes.append(node)
+                continue
+            unused = counts.free.get(node.name, {})
+            added = dict(total)
+            left = dict(unused)
+            for alias, resource in aliases.items():
+                if alias not in node.allocatable and resource in total:
+                    added[alias], left[alias] = total[resource], unused.get(resource, 0)
+            nodes.append(replace(node, allocatable={**node.allocatable, **added}))
+            if node.name in free:
+                free[node.name] = {**free[node.name], **left}
+        return RoomView(nodes, free, self.takes, self.competing)
 
     def whole_room(self, coming: Sequence[Node]) -> Room:
         """Every node's whole allocatable room, those yet to come included: what a gang could ever get."""

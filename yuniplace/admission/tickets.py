@@ -40,6 +40,7 @@ class Waiting:
     message: str
     announce: bool = True
     times_out: bool = False
+    reason: Reason = Reason.GANG_WAITING  # the event's
 
 
 @dataclass(frozen=True)

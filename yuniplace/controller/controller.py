@@ -15,6 +15,7 @@ from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.controller import lifecycle
 from yuniplace.controller.apply import Executor
+from yuniplace.controller.devicewatches import DeviceWatches
 from yuniplace.controller.landings import Landings
 from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
@@ -46,6 +47,7 @@ MAX_RECONCILE_SPACING_S = 0.1
 RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
 SEATS_RECHECK_S = 0.05  # a gang started directly whose seats are not yet seen to hold is looked at again
+CLAIMS_RECHECK_S = 0.5  # a swap whose placeholder's DRA claims could not be handed over yet is tried again
 SYNC_TIMEOUT_S = 120.0
 
 
@@ -97,6 +99,7 @@ class Controller:
         self.queues: QueueSource | None = None
         self._node_watch: ListWatch | None = None
         self._node_pools: NodePoolWatches | None = None
+        self._devices: DeviceWatches | None = None
         if admission:
             self.queues = QueueSource(
                 queues_configmap,
@@ -118,6 +121,7 @@ class Controller:
                 decoding=watched.NODES,
             )
             self._node_pools = NodePoolWatches(client, self.admission.growth)
+            self._devices = DeviceWatches(client, self.admission.devices)
         admitted = self.admission
         self._seat_check = SeatCheck(
             None if admitted is None else admitted.room.view, self._watch_progress, self.recorder
@@ -321,6 +325,8 @@ class Controller:
             self.queue.add(key)
         if refused.seats_held:
             self.queue.add_after(key, SEATS_RECHECK_S)
+        if refused.claims_kept:
+            self.queue.add_after(key, CLAIMS_RECHECK_S)
         if refused.eviction is not None and plan.originator is not None:
             # Not the whole gang may go: none of it does; a reclaim looks elsewhere, a restart is tried
             # again at the next look.
@@ -439,6 +445,8 @@ class Controller:
         waits = [w.synced for w in watches.values()] + self.pod_groups.start()
         if self._node_pools is not None:
             waits += self._node_pools.start()
+        if self._devices is not None:
+            waits += self._devices.start()
         if self.queues is not None:
             waits += self.queues.start(self._client)
 
@@ -479,6 +487,8 @@ class Controller:
             self._node_watch.stop()
         if self._node_pools is not None:
             self._node_pools.stop()
+        if self._devices is not None:
+            self._devices.stop()
         self.pod_groups.stop()
         if self.queues is not None:
             self.queues.stop()

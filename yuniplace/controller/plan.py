@@ -60,6 +60,7 @@ class Swap:
     node: str
     group: str
     direct: bool = False
+    claims: tuple[str, ...] = ()  # the DRA claims the placeholder holds for the member, handed over first
 
     @property
     def marker(self) -> tuple[str, str] | None:

@@ -176,13 +176,15 @@ class Need:
 
     count: int
     requests: Mapping[str, int]
-    constraints: Constraints
+    constraints: Constraints = field(default_factory=Constraints)
     label: str = ""  # what the pods are, for messages ("task group executor")
+    slot: bool = True  # each takes a pod slot (False: devices of a claim pods share, allocated once)
 
 
-def _wanted(requests: Mapping[str, int]) -> Amounts:
-    """What one pod of `requests` takes of a node: its requests and one pod slot."""
-    return {**requests, PODS: requests.get(PODS, 0) + 1000}
+def _wanted(need: Need) -> Amounts:
+    """What one pod of the need takes of a node: its requests and one pod slot."""
+    requests = need.requests
+    return {**requests, PODS: requests.get(PODS, 0) + 1000} if need.slot else dict(requests)
 
 
 def _copies(free: Mapping[str, int], wanted: Mapping[str, int]) -> int:
@@ -251,7 +253,7 @@ class Room:
         """Place up to `need.count` pods, first fit in node order (on the nodes `among` only, when
         given: one topology domain, say); return how many were placed, and append the node of each to
         `seats`, when given."""
-        wanted = _wanted(need.requests)
+        wanted = _wanted(need)
         left = need.count
         for node in self._open_for(wanted) if among is None else among:
             if left == 0:
@@ -275,7 +277,7 @@ class Room:
         """Take the room of pods already given their nodes (`seats`: for each need, a node per pod), on
         those nodes, whether or not it is still free there."""
         for need, nodes in zip(needs, seats, strict=True):
-            wanted = _wanted(need.requests)
+            wanted = _wanted(need)
             for node in nodes:
                 if node in self._start:
                     self._take_on(node, wanted, 1)
@@ -313,7 +315,7 @@ class Room:
 
     def copies(self, need: Need, among: Sequence[Node]) -> int:
         """How many pods of the need's size the nodes `among` hold now (its constraints aside)."""
-        wanted = _wanted(need.requests)
+        wanted = _wanted(need)
         return sum(_copies(self.free_of(node.name), wanted) for node in among)
 
     def domains(self, key: str) -> Mapping[str, Sequence[Node]]:

@@ -51,6 +51,9 @@ SWAP_PLACEHOLDER = "yuniplace.io/swap-placeholder"
 # On a real pod started directly (no placeholder): the node admission chose for it, written as it is
 # steered there; its room counts as taken on that node until it is bound.
 SEAT = "yuniplace.io/seat"
+# On a placeholder holding a member's DRA claims (their devices): that member's uid, which is swapped
+# into it and no other.
+CLAIMS_OF = "yuniplace.io/claims-of"
 # On the originator: Strict mode's retries (the count, and when the next attempt may begin).
 ATTEMPTS = "yuniplace.io/attempts"
 RETRY_AFTER = "yuniplace.io/retry-after"
@@ -225,6 +228,14 @@ KEYS = (
         YUNIPLACE,
         "the placeholder whose place the member is "
         "taking, written with its nomination, so a restarted controller resumes that swap",
+    ),
+    Key(
+        CLAIMS_OF,
+        "annotation",
+        "placeholder",
+        YUNIPLACE,
+        "the uid of the gang member whose DRA ResourceClaims the placeholder holds (their devices stay "
+        "allocated from the placeholder to that member, which is swapped into it and no other)",
     ),
     Key(
         SEAT,

@@ -8,8 +8,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from yuniplace.devices.claims import holding_entries, is_device_resource
 from yuniplace.gang import keys
 from yuniplace.gang.pods import queue
+from yuniplace.gang.resources import Resources, quantities
 from yuniplace.gang.taskgroups import TaskGroup
 
 DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
@@ -53,6 +55,18 @@ def placeholder_name(app_id: str, group: str, index: int) -> str:
     return readable[: MAX_NAME - len(tag) - len(suffix)].rstrip("-") + tag + suffix
 
 
+def claims_held_for(placeholder: Mapping[str, Any]) -> str | None:
+    """The uid of the member whose DRA claims the placeholder holds, if it holds any."""
+    value = ((placeholder.get("metadata") or {}).get("annotations") or {}).get(keys.CLAIMS_OF)
+    return str(value) if value else None
+
+
+def placeholder_size(group: TaskGroup) -> Resources:
+    """What each placeholder of the group requests of its node (DRA devices aside: it holds those
+    through its member's claims)."""
+    return {name: amount for name, amount in quantities(group.min_resource).items() if not is_device_resource(name)}
+
+
 def placeholder_names(app_id: str, group: TaskGroup) -> list[str]:
     return [placeholder_name(app_id, group.name, index) for index in range(group.min_member)]
 
@@ -66,15 +80,19 @@ def placeholder_pod(
     image: str = DEFAULT_IMAGE,
     priority_class_name: str | None = None,
     queue_name: str | None = None,
+    holding: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of placeholder `index` of `group`: sized by minResource, placed by the group's
     constraints, owned by the originator (so garbage collection removes it with the originator),
     restricted enough for Pod Security "restricted" namespaces, and marked both as yuniplace's and as
     YuniKorn marks its own. Its priority class is the gang's (`priority_class_name`, as a Volcano
     PodGroup names it), else the originator's, so it holds room as firmly as the members will. Its
-    YuniKorn queue label is the queue admission placed the gang in (`queue_name`), else the one it names."""
+    YuniKorn queue label is the queue admission placed the gang in (`queue_name`), else the one it names.
+    The devices its group names (DRA device classes, as admission counts them) it holds through the
+    claims of the member it is made for (`holding`: each by name, so they are allocated to it and later
+    handed to that member without ever being freed), not as resources of its own."""
     meta = originator["metadata"]
-    resources = dict(group.min_resource)
+    resources = {name: value for name, value in group.min_resource.items() if not is_device_resource(name)}
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
@@ -101,6 +119,10 @@ def placeholder_pod(
         spec["affinity"] = dict(group.affinity)
     if group.topology_spread_constraints:
         spec["topologySpreadConstraints"] = list(group.topology_spread_constraints)
+    holds: dict[str, str] = {}
+    if holding is not None:
+        spec["resourceClaims"] = holding_entries(holding)
+        holds[keys.CLAIMS_OF] = str(holding["metadata"]["uid"])
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -124,6 +146,7 @@ def placeholder_pod(
                 # Its node holds a gang's room: an autoscaler must not take it away while the gang forms.
                 keys.KARPENTER_DO_NOT_DISRUPT: "true",
                 keys.CLUSTER_AUTOSCALER_SAFE_TO_EVICT: "false",
+                **holds,
             },
             "ownerReferences": [
                 {

@@ -364,10 +364,11 @@ KEPT_SPEC = (
     "schedulerName",
     "affinity",
     "serviceAccountName",
+    "resourceClaims",  # DRA: the claims whose devices a placeholder holds for its member
 )
 # Of the conditions, KEPT_CONDITIONS only; of the container statuses, the reason of each container still
 # waiting (an image that cannot be pulled, a program that keeps crashing): what a lost member says.
-KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions", "containerStatuses")
+KEPT_STATUS = ("phase", "nominatedNodeName", "reason", "conditions", "containerStatuses", "resourceClaimStatuses")
 KEPT_CONDITIONS = ("PodScheduled", "Ready")
 KEPT_CONTAINER = ("name", "resources", "restartPolicy")
 # Besides, each pod keeps the fields its gang's dialect reads (GangDialect.spec_fields), and only

@@ -175,7 +175,17 @@ class Reason(enum.StrEnum):
         "Admit",
         WARNING,
         "originator",
-        "the gang is larger than all matching nodes; admitted anyway",
+        "the gang is larger than all matching nodes; admitted anyway (an autoscaler may add nodes), or, where only "
+        "DRA devices are short (no autoscaler adds a driver's devices), waiting whole with its timeout running",
+    )
+    GANG_DEVICES = (
+        "GangDevices",
+        "Admit",
+        WARNING,
+        "originator",
+        "the gang's DRA devices cannot be counted (a ResourceClaimTemplate, claim or DeviceClass that does not "
+        "exist, a request of alternatives, a CEL selector yuniplace cannot evaluate): it waits whole, its timeout "
+        "running, until they can",
     )
     GANG_REFUSED = (
         "GangRefused",

@@ -41,6 +41,11 @@ class Metrics:
         self.placeholders_deleted = Counter(
             "yuniplace_placeholders_deleted_total", "Placeholders deleted, by why.", ["reason"], registry=r
         )
+        self.claims_handed_over = Counter(
+            "yuniplace_dra_claims_handed_over_total",
+            "DRA ResourceClaims a placeholder held and handed to its member in a swap, still allocated.",
+            registry=r,
+        )
         self.reservation_seconds = Histogram(
             "yuniplace_reservation_duration_seconds",
             "From the reservation's start to every placeholder placed.",

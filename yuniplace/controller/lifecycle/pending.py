@@ -249,7 +249,7 @@ def _wait(ctx: Context, ticket: Waiting, deadline: float | None) -> None:
     """Admission holds it back: say why, when that is news, and keep its queue clock."""
     plan, record = ctx.plan, ctx.app.record
     if ticket.announce:
-        ctx.event(ctx.originator, Reason.GANG_WAITING, ticket.message)
+        ctx.event(ctx.originator, ticket.reason, ticket.message)
     if not ticket.times_out:
         if record.queued_since is not None:
             plan.annotate[keys.QUEUED_SINCE] = None  # the clock starts again once it is first

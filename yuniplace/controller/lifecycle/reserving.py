@@ -10,15 +10,14 @@ from decimal import Decimal
 
 from yuniplace.controller.lifecycle.acts import follow_peers, give_back, refused
 from yuniplace.controller.lifecycle.context import Context, Step
+from yuniplace.controller.lifecycle.holders import group_placeholders, keep_holders, new_placeholder
 from yuniplace.controller.lifecycle.seats import members_missing
 from yuniplace.controller.lifecycle.table import Trigger
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.gang.placeholders import placeholder_name, placeholder_pod
-from yuniplace.gang.resources import quantities, said_short, shortfalls
+from yuniplace.gang.placeholders import placeholder_name, placeholder_size
+from yuniplace.gang.resources import said_short, shortfalls
 from yuniplace.gang.taskgroups import Mode
-from yuniplace.gang.topology import pinned
-from yuniplace.queues.pools import confine
 from yuniplace.runtime.events import Reason
 
 Pod = p.Pod
@@ -91,24 +90,16 @@ def _placeholders(ctx: Context) -> Count:
     existing = {p.name(ph): ph for ph in app.placeholders}
     count = Count()
     for group in spec.groups:
-        confined = confine(group, ctx.around.pool)
-        confined = dataclasses.replace(confined, affinity=pinned(confined.affinity, ctx.domains.of(group.name)))
-        size = quantities(group.min_resource)
+        size = placeholder_size(group)
+        holders = keep_holders(ctx, group.name, group_placeholders(ctx, group))
         for index in range(group.min_member):
             count.required.add(name := placeholder_name(app.key.app_id, group.name, index))
             found = existing.get(name)
             if found is None:
-                plan.create.append(
-                    placeholder_pod(
-                        app_id=app.key.app_id,
-                        group=confined,
-                        index=index,
-                        originator=ctx.originator,
-                        image=ctx.settings.placeholder_image,
-                        priority_class_name=spec.priority_class_name,
-                        queue_name=ctx.around.queue,
-                    )
-                )
+                if index in holders.create:
+                    plan.create.append(new_placeholder(ctx, group, index, holders.create[index]))
+            elif found in holders.delete:
+                plan.delete.append(found)  # made again once gone, holding a member's DRA claims
             elif p.is_terminal(found) and not p.is_deleting(found):
                 plan.delete.append(found)  # evicted or failed: recreated once it is gone
             elif not p.is_deleting(found) and (short := shortfalls(size, app.requests_of(found))):

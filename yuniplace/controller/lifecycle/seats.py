@@ -21,11 +21,20 @@ from typing import Any
 
 from yuniplace.controller.lifecycle.acts import give_back
 from yuniplace.controller.lifecycle.context import IN_FLIGHT_RECHECK_S, UNGROUPED, Context, Step
+from yuniplace.controller.lifecycle.holders import (
+    awaiting_claims,
+    group_placeholders,
+    holder_of,
+    keep_holders,
+    new_placeholder,
+)
 from yuniplace.controller.lifecycle.policies.timeout import rule_of
 from yuniplace.controller.lifecycle.table import Trigger
 from yuniplace.controller.plan import Swap
+from yuniplace.devices.claims import claim_names, uses_devices
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
+from yuniplace.gang.placeholders import claims_held_for, placeholder_size
 from yuniplace.gang.resources import format_quantity, pod_requests, quantities, said_short, shortfalls
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import TaskGroup
@@ -76,11 +85,17 @@ def unreserved(ctx: Context, live: list[Pod]) -> list[str]:
     made for (members yet to come of a gang grouped by shapes were reserved as large as the largest
     seen then), or a placeholder went."""
     app, groups = ctx.app, ctx.spec.groups
-    sizes = {g.name: quantities(g.min_resource) for g in groups}
+    sizes = {g.name: placeholder_size(g) for g in groups}
     made = collections.Counter(
         group
         for ph in live
         if (group := app.group_of(ph)) in sizes and not shortfalls(sizes[group], app.requests_of(ph))
+    )
+    # A member whose pod uses DRA claims starts only from the placeholder holding them.
+    unheld = collections.Counter(
+        group
+        for m in awaiting_claims(app.gated_members())
+        if holder_of(m, live) is None and (group := app.group_of(m)) in sizes
     )
     # A swap interrupted after its placeholder went holds its room by the member's nomination.
     held = {p.name(ph) for ph in live}
@@ -91,7 +106,9 @@ def unreserved(ctx: Context, live: list[Pod]) -> list[str]:
         and p.annotations_of(m).get(keys.SWAP_PLACEHOLDER) not in (None, *held)
         and (group := app.group_of(m)) is not None
     )
-    return [f"{g.name} {made[g.name]}/{g.min_member}" for g in groups if made[g.name] < g.min_member]
+    return [f"{g.name} {made[g.name]}/{g.min_member}" for g in groups if made[g.name] < g.min_member] + [
+        f"{name}: the DRA claims of {count} member(s)" for name, count in sorted(unheld.items())
+    ]
 
 
 def swap(ctx: Context) -> Step | None:
@@ -178,15 +195,35 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
         resumed = next((ph for ph in placed if p.name(ph) == taken and p.uid(ph) not in claimed), None)
         if resumed is not None:
             claimed.add(p.uid(resumed))
-        plan.swaps.append(Swap(member, resumed, node, group.name))
-    free = [ph for ph in placed if p.uid(ph) not in claimed]
+        plan.swaps.append(Swap(member, resumed, node, group.name, claims=_held_claims(resumed)))
+    # A placeholder holding a member's DRA claims is that member's alone: the others take the rest.
+    holders = [ph for ph in placed if claims_held_for(ph) is not None and p.uid(ph) not in claimed]
+    free = [ph for ph in placed if p.uid(ph) not in claimed and claims_held_for(ph) is None]
     if pending and free and not in_flight:
         in_flight.append(set(ctx.around.nodes_in_flight) | app.nodes_in_flight())
     busy = in_flight[0] if in_flight else set()
     # Placeholders on a node a member is on its way to wait until it lands there.
     ready = collections.deque(ph for ph in free if p.node_name(ph) not in busy)
     blocked = [ph for ph in free if p.node_name(ph) in busy]
+    unheld = []
     for member in pending:
+        if uses_devices(member):
+            holder = holder_of(member, holders)
+            if holder is None:
+                unheld.append(member)  # a placeholder holding its claims comes first
+            elif p.node_name(holder) in busy:
+                plan.waits_for_nodes.add(str(p.node_name(holder)))
+                plan.requeue_after_s = IN_FLIGHT_RECHECK_S
+            elif fits_group(ctx, member, group.name, _formatted(app.requests_of(holder))):
+                claimed.add(p.uid(holder))
+                plan.swaps.append(
+                    Swap(member, holder, str(p.node_name(holder)), group.name, claims=_held_claims(holder))
+                )
+            else:
+                claimed.add(p.uid(holder))
+                plan.delete.append(holder)
+                plan.ungate.append(member)
+            continue
         # A placeholder holds what its group asked when it was made: a member that came larger
         # since (of a gang already started) does not fit it.
         room = next(iter(ready or blocked), None)
@@ -207,6 +244,25 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
             plan.requeue_after_s = IN_FLIGHT_RECHECK_S
         else:
             plan.ungate.append(member)
+    if unheld:
+        _hold_claims_of_late_members(ctx, group, live)
+
+
+def _held_claims(placeholder: Pod | None) -> tuple[str, ...]:
+    """The DRA claims the placeholder holds for its member, which the swap hands over."""
+    if placeholder is None or claims_held_for(placeholder) is None:
+        return ()
+    return claim_names(placeholder) or ()
+
+
+def _hold_claims_of_late_members(ctx: Context, group: TaskGroup, live: list[Pod]) -> None:
+    """Members of a started gang that came after it started (a Spark driver's executors) and use DRA
+    claims: a placeholder holding nothing makes way for one holding their claims, before they start."""
+    holders = keep_holders(ctx, group.name, group_placeholders(ctx, group))
+    ctx.plan.delete += [ph for ph in holders.delete if ph not in ctx.plan.delete and ph in live]
+    ctx.plan.create += [
+        new_placeholder(ctx, group, index, member) for index, member in holders.create.items() if member
+    ]
 
 
 def _release_unused(ctx: Context, unused: list[Pod]) -> None:

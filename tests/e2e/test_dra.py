@@ -1,0 +1,354 @@
+"""GPU gangs on Dynamic Resource Allocation, end to end: devices published in ResourceSlices as a DRA
+driver publishes them, members asking for them through ResourceClaimTemplates, kube-scheduler
+allocating them. A gang whose devices do not all fit waits whole and says why; a gang that fits holds
+its members' own claims with placeholders, and the swap hands each claim to its member without the
+claim ever leaving its allocation, under a flood of device-claiming pods of the same priority."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import builders
+from tests.e2e.support import (
+    Cluster,
+    ControllerProcess,
+    NamespaceRecorder,
+    Placement,
+    events_for,
+    gang_pod,
+    is_bound,
+    is_running,
+    make_pod,
+    placeholders,
+)
+from yuniplace.gang import keys
+from yuniplace.kube import NotFound
+from yuniplace.kube.watch import ListWatch
+from yuniplace.localcluster import wait_until
+
+pytestmark = pytest.mark.every_version
+
+DRA = "/apis/resource.k8s.io/v1"
+
+
+@dataclass
+class Devices:
+    """The test's DRA driver: its device class, and the devices it published on each of the test's nodes."""
+
+    cluster: Cluster
+    namespace: str
+    driver: str
+    device_class: str
+    slices: list[str] = field(default_factory=list)
+
+    def template(self, name: str, count: int, **request: Any) -> str:
+        """A ResourceClaimTemplate in the test's namespace whose claims ask `count` of the class's devices."""
+        body = builders.claim_template(name, builders.device_request(self.device_class, count, **request))
+        self.cluster.client.create(f"{DRA}/namespaces/{self.namespace}/resourceclaimtemplates", body)
+        return name
+
+    def pod(self, pod: dict[str, Any], template: str) -> dict[str, Any]:
+        return builders.using_claims(pod, templates=[template])
+
+    def claims(self) -> list[dict[str, Any]]:
+        return self.cluster.client.get(f"{DRA}/namespaces/{self.namespace}/resourceclaims")["items"]
+
+    def claim_of(self, pod_name: str) -> dict[str, Any]:
+        """The claim made for the pod from its template."""
+        pod = self.cluster.get_pod(self.namespace, pod_name)
+        assert pod is not None, pod_name
+        [status] = pod["status"]["resourceClaimStatuses"]
+        return self.cluster.client.get(
+            f"{DRA}/namespaces/{self.namespace}/resourceclaims/{status['resourceClaimName']}"
+        )
+
+
+def allocated_node(claim: dict[str, Any]) -> str | None:
+    """The node a claim's devices are on, from its allocation's node selector."""
+    allocation = (claim.get("status") or {}).get("allocation")
+    if not allocation:
+        return None
+    [term] = allocation["nodeSelector"]["nodeSelectorTerms"]
+    [match] = term["matchFields"]
+    return str(match["values"][0])
+
+
+@pytest.fixture
+def devices(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Devices]]:
+    """A DRA driver of the test's own (class and slices cluster-wide, named after it; removed afterwards)
+    publishing `per_node` devices on each of the given nodes."""
+    made: list[Devices] = []
+
+    def publish(nodes: Sequence[str], per_node: int, *, selectors: Sequence[str] = ()) -> Devices:
+        suffix = uuid.uuid4().hex[:8]
+        found = Devices(cluster, namespace, f"gpu-{suffix}.example.com", f"gpu-{suffix}")
+        cluster.client.create(
+            f"{DRA}/deviceclasses", builders.device_class(found.device_class, found.driver, selectors=selectors)
+        )
+        for node in nodes:
+            name = f"{node}-{found.driver}"
+            cluster.client.create(
+                f"{DRA}/resourceslices",
+                builders.resource_slice(name, node, found.driver, [f"gpu-{i}" for i in range(per_node)]),
+            )
+            found.slices.append(name)
+        made.append(found)
+        return found
+
+    yield publish
+    for found in made:
+        for name in found.slices:
+            with contextlib.suppress(NotFound):
+                cluster.client.delete(f"{DRA}/resourceslices/{name}")
+        with contextlib.suppress(NotFound):
+            cluster.client.delete(f"{DRA}/deviceclasses/{found.device_class}")
+
+
+class ClaimHistory:
+    """Every state each of a namespace's ResourceClaims went through, from a watch: whether it was
+    allocated (and where) and whom it was reserved for, in order."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        self._lock = threading.Lock()
+        self.states: dict[str, list[tuple[str | None, tuple[str, ...]]]] = defaultdict(list)
+        self._watch = ListWatch(
+            cluster.client,
+            f"{DRA}/namespaces/{namespace}/resourceclaims",
+            on_list=lambda claims: [self._saw(c) for c in claims],
+            on_event=lambda _kind, claim: self._saw(claim),
+        )
+        threading.Thread(target=self._watch.run, daemon=True).start()
+        wait_until(self._watch.synced.is_set, 30)
+
+    def _saw(self, claim: dict[str, Any]) -> None:
+        reserved = tuple(sorted(c["name"] for c in (claim.get("status") or {}).get("reservedFor") or []))
+        with self._lock:
+            self.states[claim["metadata"]["name"]].append((allocated_node(claim), reserved))
+
+    def lapses(self, claim: str) -> list[tuple[str | None, tuple[str, ...]]]:
+        """The states in which the claim, once allocated, was not (its devices free for anyone)."""
+        with self._lock:
+            seen = list(self.states[claim])
+        first = next((i for i, (node, _) in enumerate(seen) if node is not None), len(seen))
+        return [state for state in seen[first:] if state[0] is None]
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+
+@pytest.fixture
+def claim_history(cluster: Cluster, namespace: str) -> Iterator[ClaimHistory]:
+    history = ClaimHistory(cluster, namespace)
+    yield history
+    history.stop()
+
+
+def gpu_gang(
+    cluster: Cluster,
+    devices: Devices,
+    place: Placement,
+    app: str,
+    members: int,
+    template: str,
+    *,
+    annotations: dict[str, str] | None = None,
+    policy: str = "placeholderTimeoutInSeconds=300",
+) -> list[str]:
+    """A gang of `members` pods (one task group, "workers"), each using a claim of `template`, created
+    gated as yuniplace's webhook would gate them."""
+    groups = [place.group("workers", members, cpu="1", memory="1Gi")]
+    names = [f"{app}-{i}" for i in range(members)]
+    for name in names:
+        pod = gang_pod(name, app, "workers", task_groups=groups, policy=policy, cpu="1", memory="1Gi")
+        pod["metadata"]["annotations"].update(annotations or {})
+        cluster.create_pod(devices.namespace, place.pin(devices.pod(pod, template)))
+    return names
+
+
+def plain_device_pod(cluster: Cluster, devices: Devices, place: Placement, name: str, template: str) -> None:
+    pod = gang_pod(name, name, None, gated=False, cpu="100m", memory="128Mi")
+    cluster.create_pod(devices.namespace, place.pin(devices.pod(pod, template)))
+
+
+def test_a_gang_asking_more_devices_than_the_cluster_has_waits_whole_and_says_so(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+) -> None:
+    """3 members of 2 devices each on 2 nodes of 2 devices (CPU plentiful): no member starts, no
+    placeholder is made, and the event names the class and the count."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    names = gpu_gang(cluster, gpus, place, "big", 3, gpus.template("two", 2))
+    [event] = wait_until(lambda: events_for(cluster, namespace, "GangExceedsCapacity"), 30)
+    message = event["message"]
+    assert f"deviceclass.resource.kubernetes.io/{gpus.device_class}" in message, message
+    assert "2 of 3 pods" in message and "the nodes have 4 of" in message and "waiting, whole" in message, message
+    assert not recorder.placeholder_uids, sorted(recorder.placeholder_uids)
+    assert not any(is_bound(recorder.latest[name]) for name in names)
+    gates = {name: [g["name"] for g in recorder.latest[name]["spec"].get("schedulingGates") or []] for name in names}
+    assert all(gate == [keys.GATE] for gate in gates.values()), gates
+
+
+def test_a_gang_waits_whole_while_a_pod_holds_devices_it_needs_then_starts_on_its_own_claims(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    claim_history: ClaimHistory,
+) -> None:
+    """A plain pod holds one node's 2 devices: a gang of 2 members of 2 devices waits (no member runs),
+    saying what does not fit. Once the pod ends the gang reserves with placeholders holding its members'
+    own claims, and each member starts where its claim's devices are, the claim never deallocated on
+    the way from its placeholder to its member."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    template = gpus.template("two", 2)
+    plain_device_pod(cluster, gpus, place, "holder", template)
+    cluster.wait_pod(namespace, "holder", is_running)
+    names = gpu_gang(cluster, gpus, place, "train", 2, template)
+    [waiting] = wait_until(lambda: events_for(cluster, namespace, "GangWaiting"), 30)
+    assert "1 of 2 pods" in waiting["message"] and gpus.device_class in waiting["message"], waiting["message"]
+    assert not recorder.placeholder_uids and not any(is_bound(recorder.latest[n]) for n in names)
+
+    cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/holder")
+    for name in names:
+        cluster.wait_pod(namespace, name, is_running)
+    held = recorder.placeholders_of("train")
+    assert len(held) == 2, held
+    for name in names:
+        claim = gpus.claim_of(name)
+        pod = recorder.latest[name]
+        assert allocated_node(claim) == pod["spec"]["nodeName"], (claim["status"], pod["spec"]["nodeName"])
+        assert claim_history.lapses(claim["metadata"]["name"]) == [], claim_history.states[claim["metadata"]["name"]]
+        holders = [p for p in claim_history.states[claim["metadata"]["name"]] if any(n.startswith("tg-") for n in p[1])]
+        assert holders, f"no placeholder held {claim['metadata']['name']}: {claim_history.states}"
+    assert controller.metrics().get("yuniplace_dra_claims_handed_over_total") == 2
+    assert wait_until(lambda: not placeholders(cluster, namespace), 30)
+
+
+def test_the_swap_hands_each_claim_to_its_member_under_a_flood_of_device_pods(
+    cluster: Cluster,
+    namespace: str,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    claim_history: ClaimHistory,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """A gang of 4 members of 1 device holds every device of its 2 nodes, reserved and waiting for the
+    other application of its gang group (whose placeholder finds no CPU yet: admission is off, so each
+    reserves on its own); 20 ordinary pods of the same priority, each asking a device, wait to be
+    scheduled. Then CPU is freed for the other application, and the gang swaps in while the flood
+    retries on every claim change: each member lands where its own claim's devices are, no flood pod gets
+    a device, and no claim is ever free between placeholder and member."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    template = gpus.template("one", 1)
+    for index, node in enumerate(place.nodes):  # 13 of each node's 16 CPUs
+        blocker = make_pod(f"blocker-{index}", cpu="13", memory="1Gi")
+        blocker["spec"]["nodeName"] = node
+        cluster.create_pod(namespace, place.pin(blocker))
+    controller = ControllerProcess.for_namespace(cluster.kubeconfig, namespace, tmp_path, "--admission=off")
+    controller.start()
+    try:
+        together = {keys.GANG_GROUP: json.dumps([f"{namespace}/gpus", f"{namespace}/partner"])}
+        names = gpu_gang(cluster, gpus, place, "gpus", 4, template, annotations=together)
+        partner = [place.group("workers", 1, cpu="4", memory="1Gi")]
+        pod = gang_pod("partner-0", "partner", "workers", task_groups=partner, cpu="4", memory="1Gi")
+        pod["metadata"]["annotations"].update(together)
+        cluster.create_pod(namespace, place.pin(pod))
+        wait_until(lambda: len([c for c in gpus.claims() if allocated_node(c)]) == 4, 60)
+        wait_until(lambda: events_for(cluster, namespace, "GangGroupWaiting"), 30)
+        flood = [f"flood-{i}" for i in range(20)]
+        for name in flood:
+            plain_device_pod(cluster, gpus, place, name, template)
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/blocker-0")
+        for name in names:
+            cluster.wait_pod(namespace, name, is_running)
+        landed = 0
+        for name in names:
+            claim = gpus.claim_of(name)
+            landed += allocated_node(claim) == recorder.latest[name]["spec"]["nodeName"]
+            history = claim_history.states[claim["metadata"]["name"]]
+            assert claim_history.lapses(claim["metadata"]["name"]) == [], history
+        version = cluster.client.get("/version")["gitVersion"]
+        figure = (
+            f"Kubernetes {version}: {len(names)} DRA members swapped under a flood of {len(flood)} device pods, "
+            f"{landed} on their own claim's devices"
+        )
+        record_property("figure", figure)
+        print(f"\n{figure}")
+        assert landed == len(names)
+        assert controller.metrics().get("yuniplace_dra_claims_handed_over_total") == len(names)
+        flood_claims = [c for c in gpus.claims() if c["metadata"]["name"].startswith("flood-")]
+        assert len(flood_claims) == len(flood)
+        assert not any(allocated_node(c) for c in flood_claims), [c["metadata"]["name"] for c in flood_claims]
+        assert not any(is_bound(recorder.latest.get(n, {})) for n in flood)
+        # The flood gets the devices once the gang is gone: it lost them to nothing but the gang.
+        for name in names:
+            cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        wait_until(lambda: sum(1 for n in flood if is_bound(recorder.latest.get(n, {}))) == 4, 60)
+    finally:
+        assert controller.stop() == 0, controller.log()
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing-template", "ResourceClaimTemplate missing does not exist"),
+        ("alternatives", "firstAvailable"),
+        ("selector", "CEL compile error"),
+    ],
+)
+def test_devices_that_cannot_be_counted_keep_the_gang_waiting_and_say_why(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    case: str,
+    expected: str,
+) -> None:
+    place = pool(1, cpu="8", memory="32Gi")
+    # ip() is a function of Kubernetes' CEL library that DRA selectors may use and yuniplace does not offer.
+    gpus = devices(place.nodes, 2, selectors=['ip("10.0.0.1").family() == 4'] if case == "selector" else ())
+    if case == "missing-template":
+        template = "missing"
+    elif case == "alternatives":
+        body = builders.claim_template(
+            "either",
+            {
+                "name": "devices",
+                "firstAvailable": [
+                    {"name": "two", "deviceClassName": gpus.device_class, "count": 2},
+                    {"name": "one", "deviceClassName": gpus.device_class, "count": 1},
+                ],
+            },
+        )
+        cluster.client.create(f"{DRA}/namespaces/{namespace}/resourceclaimtemplates", body)
+        template = "either"
+    else:
+        template = gpus.template("one", 1)
+    names = gpu_gang(cluster, gpus, place, "odd", 2, template)
+    [event] = wait_until(lambda: events_for(cluster, namespace, "GangDevices"), 30)
+    assert expected in event["message"], event["message"]
+    assert event["type"] == "Warning"
+    assert not recorder.placeholder_uids and not any(is_bound(recorder.latest[n]) for n in names)
