@@ -1,1 +1,2 @@
-"""DRA devices (resource.k8s.io/v1) as yuniplace reads them: claims and what they ask, CEL selectors, the devices of every node."""
+"""DRA devices (resource.k8s.io/v1) as yuniplace reads them: what claims ask, CEL selectors, the
+devices of every node."""
