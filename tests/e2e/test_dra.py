@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests import builders
+from tests.e2e.conftest import kubernetes_version
 from tests.e2e.support import (
     Cluster,
     ControllerProcess,
@@ -153,6 +154,20 @@ def claim_history(cluster: Cluster, namespace: str) -> Iterator[ClaimHistory]:
     history.stop()
 
 
+def wait_running(cluster: Cluster, devices: Devices, names: Sequence[str]) -> None:
+    """Until every pod named runs; if one does not, the failure says what every claim of the namespace
+    holds, and for whom."""
+    try:
+        for name in names:
+            cluster.wait_pod(devices.namespace, name, is_running)
+    except AssertionError as error:
+        held = [
+            (c["metadata"]["name"], allocated_node(c), [r["name"] for r in c["status"].get("reservedFor") or []])
+            for c in devices.claims()
+        ]
+        raise AssertionError(f"{error}\nclaims (name, node, reserved for): {held}") from None
+
+
 def gpu_gang(
     cluster: Cluster,
     devices: Devices,
@@ -227,8 +242,7 @@ def test_a_gang_waits_whole_while_a_pod_holds_devices_it_needs_then_starts_on_it
     assert not recorder.placeholder_uids and not any(is_bound(recorder.latest[n]) for n in names)
 
     cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/holder")
-    for name in names:
-        cluster.wait_pod(namespace, name, is_running)
+    wait_running(cluster, gpus, names)
     held = recorder.placeholders_of("train")
     assert len(held) == 2, held
     for name in names:
@@ -280,8 +294,7 @@ def test_the_swap_hands_each_claim_to_its_member_under_a_flood_of_device_pods(
         for name in flood:
             plain_device_pod(cluster, gpus, place, name, template)
         cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/blocker-0")
-        for name in names:
-            cluster.wait_pod(namespace, name, is_running)
+        wait_running(cluster, gpus, names)
         landed = 0
         for name in names:
             claim = gpus.claim_of(name)
@@ -352,3 +365,139 @@ def test_devices_that_cannot_be_counted_keep_the_gang_waiting_and_say_why(
     assert expected in event["message"], event["message"]
     assert event["type"] == "Warning"
     assert not recorder.placeholder_uids and not any(is_bound(recorder.latest[n]) for n in names)
+
+
+def test_a_gang_asking_devices_by_an_extended_resource_is_counted_from_the_slices(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+) -> None:
+    """A DeviceClass that lets pods ask its devices as an extended resource (DRAExtendedResource: beta
+    and on in 1.36, GA in 1.37): its nodes advertise none of it, and admission counts it from the slices
+    (3 of 2 devices each on 2 nodes of 2 wait; 2 start whole)."""
+    if kubernetes_version() == "1.35":
+        pytest.skip("DRA-backed extended resources are alpha and off in Kubernetes 1.35")
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    resource = f"{gpus.driver}/gpu"
+    cluster.client.patch(f"{DRA}/deviceclasses/{gpus.device_class}", {"spec": {"extendedResourceName": resource}})
+
+    def gang(app: str, members: int) -> list[str]:
+        groups = [place.group("workers", members, cpu="1", memory="1Gi")]
+        groups[0]["minResource"][resource] = "2"
+        names = [f"{app}-{i}" for i in range(members)]
+        for name in names:
+            pod = gang_pod(name, app, "workers", task_groups=groups, policy="placeholderTimeoutInSeconds=300")
+            pod["spec"]["containers"][0]["resources"] = {
+                "requests": {"cpu": "1", "memory": "1Gi", resource: "2"},
+                "limits": {resource: "2"},
+            }
+            cluster.create_pod(namespace, place.pin(pod))
+        return names
+
+    big = gang("big", 3)
+    [event] = wait_until(lambda: events_for(cluster, namespace, "GangExceedsCapacity"), 30)
+    assert "2 of 3 pods" in event["message"] and resource in event["message"], event["message"]
+    assert not any(is_bound(recorder.latest[n]) for n in big)
+    for name in big:
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    fits = gang("fits", 2)
+    wait_running(cluster, gpus, fits)
+    assert len({recorder.latest[n]["spec"]["nodeName"] for n in fits}) == 2
+
+
+def test_a_claim_every_member_shares_is_counted_once_and_handed_to_each_member(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    claim_history: ClaimHistory,
+) -> None:
+    """One node of 2 GPUs and 1 channel device; 2 members, each with a GPU claim of its own and the
+    gang's one channel claim, named: counted once, the gang fits and starts whole on that node, every
+    member in the channel's reservedFor and the channel never free on the way."""
+    place = pool(1, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    channels = devices(place.nodes, 1)
+    template = gpus.template("one", 1)
+    channel = builders.resource_claim("channel", builders.device_request(channels.device_class, 1))
+    cluster.client.create(f"{DRA}/namespaces/{namespace}/resourceclaims", channel)
+    groups = [place.group("workers", 2, cpu="1", memory="1Gi")]
+    names = ["shared-0", "shared-1"]
+    for name in names:
+        pod = gang_pod(name, "shared", "workers", task_groups=groups, policy="placeholderTimeoutInSeconds=300")
+        cluster.create_pod(namespace, place.pin(builders.using_claims(pod, templates=[template], claims=["channel"])))
+    wait_running(cluster, gpus, names)
+    claim = cluster.client.get(f"{DRA}/namespaces/{namespace}/resourceclaims/channel")
+    assert sorted(c["name"] for c in claim["status"]["reservedFor"]) == names
+    assert claim_history.lapses("channel") == [], claim_history.states["channel"]
+    assert allocated_node(claim) == place.nodes[0]
+
+
+def test_a_member_asking_every_device_of_a_node_gets_a_node_of_its_own(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+) -> None:
+    """allocationMode All: 3 members each asking every device of its node wait on 2 nodes; 2 start whole,
+    one a node."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    template = gpus.template("all", 1, mode="All")
+    big = gpu_gang(cluster, gpus, place, "big", 3, template)
+    [event] = wait_until(lambda: events_for(cluster, namespace, "GangExceedsCapacity"), 30)
+    assert "2 of 3 pods" in event["message"] and "[all]" in event["message"], event["message"]
+    for name in big:
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    names = gpu_gang(cluster, gpus, place, "two", 2, template)
+    wait_running(cluster, gpus, names)
+    assert len({recorder.latest[n]["spec"]["nodeName"] for n in names}) == 2
+
+
+def test_executors_that_come_after_their_driver_runs_start_on_devices_held_for_them(
+    cluster: Cluster,
+    namespace: str,
+    controller: ControllerProcess,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    claim_history: ClaimHistory,
+) -> None:
+    """A Spark-like gang: the driver asks no device, its 2 executors (made once it runs) 2 GPUs each,
+    which their task group's minResource names so admission counts them before they exist. Each
+    executor, as it comes, gets a placeholder holding its own claims in place of one that held only CPU,
+    and starts from it on those devices."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    template = gpus.template("two", 2)
+    executors_group = place.group("executors", 2, cpu="1", memory="1Gi")
+    executors_group["minResource"][f"deviceclass.resource.kubernetes.io/{gpus.device_class}"] = "2"
+    groups = [place.group("driver", 1, cpu="1", memory="1Gi"), executors_group]
+    driver = gang_pod(
+        "driver", "spark", "driver", task_groups=groups, policy="placeholderTimeoutInSeconds=300", cpu="1", memory="1Gi"
+    )
+    cluster.create_pod(namespace, place.pin(driver))
+    cluster.wait_pod(namespace, "driver", is_running)
+    names = ["exec-0", "exec-1"]
+    for name in names:
+        pod = gang_pod(name, "spark", "executors", cpu="1", memory="1Gi")
+        cluster.create_pod(namespace, place.pin(gpus.pod(pod, template)))
+    wait_running(cluster, gpus, names)
+    for name in names:
+        claim = gpus.claim_of(name)
+        assert allocated_node(claim) == recorder.latest[name]["spec"]["nodeName"]
+        assert claim_history.lapses(claim["metadata"]["name"]) == []
+        holders = [
+            state
+            for state in claim_history.states[claim["metadata"]["name"]]
+            if any(n.startswith("tg-") for n in state[1])
+        ]
+        assert holders, claim_history.states[claim["metadata"]["name"]]
