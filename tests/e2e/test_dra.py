@@ -31,6 +31,7 @@ from tests.e2e.support import (
     is_running,
     make_pod,
     placeholders,
+    put_queues,
 )
 from yuniplace.gang import keys
 from yuniplace.kube import NotFound
@@ -177,6 +178,7 @@ def gpu_gang(
     template: str,
     *,
     annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
     policy: str = "placeholderTimeoutInSeconds=300",
 ) -> list[str]:
     """A gang of `members` pods (one task group, "workers"), each using a claim of `template`, created
@@ -186,6 +188,7 @@ def gpu_gang(
     for name in names:
         pod = gang_pod(name, app, "workers", task_groups=groups, policy=policy, cpu="1", memory="1Gi")
         pod["metadata"]["annotations"].update(annotations or {})
+        pod["metadata"]["labels"].update(labels or {})
         cluster.create_pod(devices.namespace, place.pin(devices.pod(pod, template)))
     return names
 
@@ -501,3 +504,48 @@ def test_executors_that_come_after_their_driver_runs_start_on_devices_held_for_t
             if any(n.startswith("tg-") for n in state[1])
         ]
         assert holders, claim_history.states[claim["metadata"]["name"]]
+
+
+def test_a_queues_max_of_a_device_class_holds_a_second_dra_gang_back(
+    cluster: Cluster,
+    namespace: str,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    cluster_wide: Callable[..., ControllerProcess],
+) -> None:
+    """queues.yaml names a device class in a queue's max (`deviceclass.resource.kubernetes.io/<class>`,
+    the name Kubernetes gives a class's devices): a first gang of 2 × 2 devices runs, a second waits on
+    the queue though 4 more devices are free, and runs once the first is gone."""
+    place = pool(4, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    resource = f"deviceclass.resource.kubernetes.io/{gpus.device_class}"
+    queue = f"""
+        - name: gpus
+          resources:
+            max:
+              {resource}: 4
+    """
+    put_queues(cluster, namespace, builders.queues_yaml(queue))
+    cluster_wide(f"--queues-configmap={namespace}/queues")
+    wait_until(lambda: events_for(cluster, namespace, "QueuesApplied"), 60)
+    template = gpus.template("two", 2)
+    in_queue = {"yunikorn.apache.org/queue": "root.gpus"}
+    first = gpu_gang(cluster, gpus, place, "first", 2, template, labels=in_queue)
+    wait_running(cluster, gpus, first)
+    second = gpu_gang(cluster, gpus, place, "second", 2, template, labels=in_queue)
+
+    def queue_says() -> str | None:
+        notes = [
+            e["message"]
+            for e in events_for(cluster, namespace, "GangWaiting")
+            if e["involvedObject"]["name"] == "second-0"
+        ]
+        return next((n for n in notes if f"max {resource}" in n), None)
+
+    note = wait_until(queue_says, 30)
+    assert "waiting for its queue" in note, note
+    assert not any(is_bound(recorder.latest[n]) for n in second)
+    for name in first:
+        cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    wait_running(cluster, gpus, second)
