@@ -10,7 +10,7 @@ from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
 from yuniplace.gang.placeholders import placeholder_pod
 from yuniplace.gang.pods import format_time
-from yuniplace.tools.explain import render
+from yuniplace.tools.explain import device_lines, render
 
 NOW = 1_800_000_000.0
 GROUPS = [
@@ -167,3 +167,27 @@ def test_a_failed_gang_says_nothing_comes_next() -> None:
     assert "State: Failed, failed: its pods were not started." in text.splitlines()
     assert "Next: nothing: delete the pods (or the workload) and create them again to try anew." in text.splitlines()
     assert not any(line.startswith("Timeout:") for line in text.splitlines())
+
+
+def test_a_member_using_dra_claims_says_what_each_asks_and_who_holds_it() -> None:
+    member = builders.using_claims(builders.pod("exec-0"), templates=["two", "missing"], claims=["channel"])
+    member["status"] = {"resourceClaimStatuses": [{"name": "t0", "resourceClaimName": "exec-0-t0-abc"}]}
+    made = builders.resource_claim("exec-0-t0-abc", builders.device_request("gpu.example.com", 2))
+    made["status"] = {
+        "allocation": {
+            "devices": {"results": []},
+            "nodeSelector": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": "tg-train-exec-1a2b3-0", "uid": "u"}],
+    }
+    channel = builders.resource_claim("channel", builders.device_request("channel.example.com", 1))
+    lines = device_lines(member, {"exec-0-t0-abc": made, "channel": channel}, {})
+    assert lines == [
+        "Devices (DRA):",
+        "  claim t0 (exec-0-t0-abc): asks 2 × devices of class gpu.example.com; allocated on node n1, reserved for "
+        "tg-train-exec-1a2b3-0",
+        "  claim t1: ResourceClaimTemplate missing does not exist; the pod cannot be scheduled until it does",
+        "  claim c0 (channel): asks 1 × devices of class channel.example.com; not allocated: no device is held for it yet",
+    ]

@@ -411,3 +411,88 @@ def test_a_malformed_workload_api_object_is_an_error_not_a_crash(
     bad.write_text("apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: training\nspec: [1]\n")
     code, out = run(capsys, str(bad))
     assert code == 1 and "a Workload API object whose metadata or spec is no map" in out, out
+
+
+GPU_GANG = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  template:
+    metadata:
+      labels: {yunikorn.apache.org/app-id: train}
+      annotations:
+        yunikorn.apache.org/task-group-name: workers
+        yunikorn.apache.org/task-groups: '[{"name": "workers", "minMember": 2, "minResource": {"cpu": "1"}}]'
+    spec:
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: TEMPLATE}]
+      containers:
+        - name: main
+          resources: {requests: {cpu: "1"}, claims: [{name: gpus}]}
+"""
+
+
+def dra_objects(request: str, selector: str = 'device.driver == "gpu.example.com"') -> str:
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {{name: gpu.example.com}}
+spec:
+  selectors: [{{cel: {{expression: '{selector}'}}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: two}}
+spec:
+  spec:
+    devices:
+      requests: [{request}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("template", "objects", "level", "says"),
+    [
+        ("two", dra_objects("{name: gpus, exactly: {deviceClassName: gpu.example.com, count: 2}}"), None, None),
+        (
+            "missing",
+            dra_objects("{name: gpus, exactly: {deviceClassName: gpu.example.com}}"),
+            "warning",
+            "ResourceClaimTemplate missing, which these files do not describe",
+        ),
+        (
+            "two",
+            dra_objects("{name: gpus, exactly: {deviceClassName: tpu.example.com}}"),
+            "warning",
+            "DeviceClass tpu.example.com, which these files do not describe",
+        ),
+        (
+            "two",
+            dra_objects("{name: gpus, firstAvailable: [{name: a, deviceClassName: gpu.example.com}]}"),
+            "error",
+            "firstAvailable",
+        ),
+        (
+            "two",
+            dra_objects("{name: gpus, exactly: {deviceClassName: gpu.example.com}}", 'ip("10.0.0.1").family() == 4'),
+            "error",
+            "yuniplace cannot evaluate the selector",
+        ),
+    ],
+    ids=["counted", "template missing", "class missing", "alternatives", "selector"],
+)
+def test_a_gang_members_dra_claims_are_checked_as_admission_will_count_them(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    template: str,
+    objects: str,
+    level: str | None,
+    says: str | None,
+) -> None:
+    manifest = tmp_path / "train.yaml"
+    manifest.write_text(GPU_GANG.replace("TEMPLATE", template) + "---" + objects)
+    code, out = run(capsys, "--strict", str(manifest))
+    if level is None:
+        assert code == 0 and "0 error(s), 0 warning(s)" in out, out
+    else:
+        assert code == 1 and f"Job/train pod template: {level}: " in out and str(says) in out, out

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.controller.devicewatches import DRA_API
 from yuniplace.controller.landings import Landings
 from yuniplace.controller.plan import Failure, Plan, Swap
 from yuniplace.controller.podgroups import status_path
+from yuniplace.devices.claims import DRA_API
 from yuniplace.gang import keys, topology, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.base import PodGroupApi

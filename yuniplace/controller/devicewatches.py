@@ -9,13 +9,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from yuniplace.devices.claims import DRA_API
 from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.kube import KubeClient
 from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
 
 log = logging.getLogger(__name__)
-DRA_API = "/apis/resource.k8s.io/v1"
 RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
 KEPT_CLAIM_METADATA = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "deletionTimestamp")
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+DRA_API = "/apis/resource.k8s.io/v1"  # the DRA API's group version (GA since Kubernetes 1.34)
 DEVICE_CLASS_RESOURCE = "deviceclass.resource.kubernetes.io/"
 ONE_DEVICE = 1000  # a device, in the room's milli-units
 MAX_REQUESTS = 32  # a claim's requests (Kubernetes' own limit): more is no claim the API server took

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yuniplace.cliargs import add_cluster_arguments
+from yuniplace.devices.claims import DRA_API, UnsupportedClaim, is_allocated, pod_claims, requests_of, uses_devices
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -98,6 +99,45 @@ def pod_line(pod: Mapping[str, Any]) -> str:
     return f"{where}, waiting for kube-scheduler"
 
 
+def device_lines(
+    pod: Mapping[str, Any], claims: Mapping[str, Mapping[str, Any]], templates: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """What the pod's DRA claims ask for and where each stands: made or not, allocated where, and to whom
+    (a placeholder holds a member's claims until the swap hands them over)."""
+    lines = []
+    for entry in pod_claims(pod):
+        claim = claims.get(entry.claim) if entry.claim else None
+        template = templates.get(entry.template) if entry.template else None
+        spec = (claim or {}).get("spec") if claim is not None else ((template or {}).get("spec") or {}).get("spec")
+        named = f"ResourceClaim {entry.claim}" if entry.template is None else f"ResourceClaimTemplate {entry.template}"
+        if spec is None:
+            lines.append(f"  claim {entry.name}: {named} does not exist; the pod cannot be scheduled until it does")
+            continue
+        try:
+            asks = ", ".join(f"{request.count} × {request.kind.said}" for request in requests_of(spec)) or "nothing"
+        except UnsupportedClaim as unsupported:
+            asks = f"what yuniplace cannot count ({unsupported})"
+        if claim is None:
+            where = "its claim is not made yet (kube-controller-manager makes it from the template)"
+        elif is_allocated(claim):
+            names = sorted(str(c.get("name")) for c in (claim.get("status") or {}).get("reservedFor") or [])
+            node = _allocated_on(claim)
+            where = f"allocated{f' on node {node}' if node else ''}, reserved for {', '.join(names) or 'nobody yet'}"
+        else:
+            where = "not allocated: no device is held for it yet"
+        lines.append(f"  claim {entry.name} ({entry.claim or 'not made yet'}): asks {asks}; {where}")
+    return ["Devices (DRA):", *lines] if lines else []
+
+
+def _allocated_on(claim: Mapping[str, Any]) -> str | None:
+    terms = ((((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")) or {}).get("nodeSelectorTerms")
+    for term in terms or []:
+        for match in term.get("matchFields") or []:
+            if match.get("key") == "metadata.name" and len(match.get("values") or []) == 1:
+                return str(match["values"][0])
+    return None
+
+
 def _sizes(app: Application) -> str:
     assert app.spec is not None
     return ", ".join(
@@ -108,9 +148,15 @@ def _sizes(app: Application) -> str:
     )
 
 
-def render(pod: p.Pod, app: Application | None, events: Sequence[Mapping[str, Any]], now: float) -> str:
-    """What `explain` prints: a line per fact, in plain words."""
-    lines = [pod_line(pod)]
+def render(
+    pod: p.Pod,
+    app: Application | None,
+    events: Sequence[Mapping[str, Any]],
+    now: float,
+    devices: Sequence[str] = (),
+) -> str:
+    """What `explain` prints: a line per fact, in plain words (`devices`: the pod's DRA claims, said)."""
+    lines = [pod_line(pod), *devices]
     if app is None or app.originator is None:
         if p.app_key(pod) is None or not p.is_concerned(pod):
             lines.append(
@@ -157,7 +203,14 @@ def _waits_for(app: Application, row: Mapping[str, Any], events: Sequence[Mappin
     lines = []
     state = app.state
     if state == AppState.PENDING:
-        waiting = _latest(events, Reason.GANG_WAITING, Reason.GANG_GROUP_WAITING, Reason.GANG_RESERVATION_RELEASED)
+        waiting = _latest(
+            events,
+            Reason.GANG_WAITING,
+            Reason.GANG_GROUP_WAITING,
+            Reason.GANG_RESERVATION_RELEASED,
+            Reason.GANG_DEVICES,
+            Reason.GANG_EXCEEDS_CAPACITY,
+        )
         if waiting is not None:
             lines.append(f"Waiting for: {_message(waiting)} ({waiting.get('reason')}).")
         elif row.get("note"):
@@ -226,7 +279,22 @@ def explain(client: KubeClient, namespace: str, name: str, now: float) -> str:
         ]
         app = Application.of(key, pods, status.pod_group_of(client, key, pods))
     names = [name] + ([p.name(app.originator)] if app is not None and app.originator is not None else [])
-    return render(pod, app, _events(client, namespace, names), now)
+    return render(pod, app, _events(client, namespace, names), now, _devices(client, pod))
+
+
+def _devices(client: KubeClient, pod: Mapping[str, Any]) -> list[str]:
+    """The pod's DRA claims, said, read from the cluster (none where it uses none)."""
+    if not uses_devices(pod):
+        return []
+    namespace = p.namespace(pod)
+    named: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind in ("resourceclaims", "resourceclaimtemplates"):
+        try:
+            items = client.get(f"{DRA_API}/namespaces/{namespace}/{kind}")["items"]
+        except NotFound:  # the cluster serves no DRA
+            items = []
+        named[kind] = {item["metadata"]["name"]: item for item in items}
+    return device_lines(pod, named["resourceclaims"], named["resourceclaimtemplates"])
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

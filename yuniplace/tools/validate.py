@@ -26,6 +26,9 @@ from typing import Any
 
 import yaml
 
+from yuniplace.devices.claims import UnsupportedClaim, pod_claims, requests_of
+from yuniplace.devices.inventory import DeviceClass
+from yuniplace.devices.selectors import SelectorError, compile_selector
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, read_gang
@@ -51,6 +54,7 @@ TEMPLATE_PATHS = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 SPARK_SETTINGS = (".conf", ".sh", ".properties", ".txt")
+DRA_KINDS = {"DeviceClass": "classes", "ResourceClaimTemplate": "templates", "ResourceClaim": "claims"}
 
 
 @dataclass
@@ -163,6 +167,29 @@ class Loaded:
     problems: list[tuple[str, str]] = field(default_factory=list)
     queues: queuefiles.QueueCheck = field(default_factory=queuefiles.QueueCheck)
     native_groups: dict[str, workloadapi.NativeGroup] = field(default_factory=dict)
+    dra: DraObjects = field(default_factory=lambda: DraObjects())
+
+
+@dataclass
+class DraObjects:
+    """The DRA objects the files describe, by name: what gang members' claims name is checked against them."""
+
+    classes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    templates: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    claims: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def take(self, document: Mapping[str, Any]) -> bool:
+        """Keep the document if it is a DRA object; whether it was."""
+        where = DRA_KINDS.get(str(document.get("kind")))
+        if where is None or not str(document.get("apiVersion", "")).startswith("resource.k8s.io/"):
+            return False
+        getattr(self, where)[str(_dig(document, ("metadata", "name")))] = document
+        return True
+
+    def update(self, other: DraObjects) -> None:
+        self.classes.update(other.classes)
+        self.templates.update(other.templates)
+        self.claims.update(other.claims)
 
 
 def load_subjects(path: Path) -> Loaded:
@@ -181,20 +208,27 @@ def load_subjects(path: Path) -> Loaded:
                 loaded.problems.append((f"{path}#{index}", "a Workload API object whose metadata or spec is no map"))
                 continue
             loaded.native_groups.update((group.name, group) for group in workloadapi.groups_described(document))
-        else:
+        elif not loaded.dra.take(document):
             loaded.subjects += subjects_of(document, f"{path}#{index}")
     loaded.queues = queuefiles.check(documents, text, str(path))
     return loaded
 
 
-def check(subjects: list[Subject], limits: Limits, native_groups: Mapping[str, workloadapi.NativeGroup]) -> None:
-    """Record each subject's findings: the webhook's errors, members larger than their group, and what
-    a native gang (the Workload API) will be."""
+def check(
+    subjects: list[Subject],
+    limits: Limits,
+    native_groups: Mapping[str, workloadapi.NativeGroup],
+    dra: DraObjects | None = None,
+) -> None:
+    """Record each subject's findings: the webhook's errors, members larger than their group, what a
+    native gang (the Workload API) will be, and DRA claims a gang member uses that yuniplace cannot count."""
     by_app: dict[str | None, list[Subject]] = defaultdict(list)
     for subject in subjects:
         problem = problems_of(subject.pod, limits)
         if problem:
             subject.findings.append(("error", problem))
+        if is_gang_pod(subject.pod, hold_native=True):
+            _check_devices(subject, dra or DraObjects())
         by_app[p.app_id(subject.pod)].append(subject)
     for app_id, members in by_app.items():
         dialect = dialect_of(members[0].pod)
@@ -242,6 +276,56 @@ def _check_native(
             f"{spec.policy.on_timeout.value}), then {spec.starts_when_all_exist} binds it",
         )
     )
+
+
+def _check_devices(subject: Subject, dra: DraObjects) -> None:
+    """What a gang member's DRA claims ask, as admission will count it: a template, claim or device class
+    these files do not describe must exist in the cluster first (warning: until it does, the gang waits),
+    a request admission cannot count (firstAvailable) and a CEL selector yuniplace cannot evaluate are
+    errors (the gang would wait for good)."""
+    for entry in pod_claims(subject.pod):
+        kind, name, found = (
+            ("ResourceClaimTemplate", entry.template, dra.templates.get(str(entry.template)))
+            if entry.template is not None
+            else ("ResourceClaim", entry.claim, dra.claims.get(str(entry.claim)))
+        )
+        if found is None:
+            subject.findings.append(
+                (
+                    "warning",
+                    f"claim {entry.name} uses {kind} {name}, which these files do not describe: it must exist in "
+                    "the pod's namespace, or the gang waits for it (GangDevices)",
+                )
+            )
+            continue
+        spec = _dig(found, ("spec", "spec") if entry.template is not None else ("spec",)) or {}
+        try:
+            requests = requests_of(spec)
+        except UnsupportedClaim as unsupported:
+            subject.findings.append(("error", f"claim {entry.name} ({kind} {name}): {unsupported}"))
+            continue
+        for request in requests:
+            described = dra.classes.get(request.kind.device_class)
+            if described is None:
+                subject.findings.append(
+                    (
+                        "warning",
+                        f"claim {entry.name} ({kind} {name}) asks devices of DeviceClass {request.kind.device_class}, "
+                        "which these files do not describe: it must exist in the cluster (a DRA driver installs it)",
+                    )
+                )
+            class_selectors = DeviceClass.of(described).selectors if described is not None else ()
+            for expression in (*request.kind.selectors, *class_selectors):
+                try:
+                    compile_selector(expression)
+                except SelectorError as error:
+                    subject.findings.append(
+                        (
+                            "error",
+                            f"claim {entry.name} ({kind} {name}): yuniplace cannot evaluate the selector "
+                            f"{expression!r} ({error}), so it cannot count these devices: the gang would wait",
+                        )
+                    )
 
 
 def _check_member(subject: Subject, spec: GangSpec) -> None:
@@ -307,6 +391,7 @@ def run(args: argparse.Namespace) -> int:
     unreadable: list[tuple[str, str]] = []  # (where, message): files and lines that cannot be used
     queues = queuefiles.QueueCheck()
     native_groups: dict[str, workloadapi.NativeGroup] = {}
+    dra = DraObjects()
     for path in args.files:
         try:
             loaded = load_subjects(path)
@@ -318,11 +403,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         subjects += loaded.subjects
         native_groups.update(loaded.native_groups)
+        dra.update(loaded.dra)
         unreadable += loaded.problems + loaded.queues.errors
         queues.configurations += loaded.queues.configurations
         queues.queues += loaded.queues.queues
         queues.warnings += loaded.queues.warnings
-    check(subjects, limits, native_groups)
+    check(subjects, limits, native_groups, dra)
     gang = [s for s in subjects if is_gang_pod(s.pod, hold_native=True)]
     errors = len(unreadable) + sum(1 for s in subjects for level, _ in s.findings if level == "error")
     warnings = len(queues.warnings) + sum(1 for s in subjects for level, _ in s.findings if level == "warning")
