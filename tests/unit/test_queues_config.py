@@ -12,6 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests import builders
 from yuniplace.gang.fit import milli
 from yuniplace.queues import rawyaml
 from yuniplace.queues.config import (
@@ -993,3 +994,12 @@ def test_filters_and_nested_creation() -> None:
     assert [(q.path, q.parent_queue) for q in ci.new_queues] == [("root.builds", True), ("root.builds.nightly", False)]
     other = placed(config, "root.builds.nightly", "ci", "default")
     assert other.queue == "root.shared" and other.reason == "placed by rule 2 (fixed root.shared)"
+
+
+def test_a_queue_may_limit_a_device_class_in_both_formats() -> None:
+    """DRA devices are limited by their class's resource name, as a queue limits nvidia.com/gpu."""
+    gpu = "deviceclass.resource.kubernetes.io/gpu.example.com"
+    volcano_config = read_volcano_queues([volcano("ml", capability={"cpu": "8", gpu: "4"})])
+    assert volcano_config.queues["root.ml"].max == {"cpu": 8000, gpu: 4000}
+    yunikorn = read_queues_yaml(builders.queues_yaml(f"- name: ml\n  resources:\n    max:\n      {gpu}: 4\n"))
+    assert yunikorn.queues["root.ml"].max == {gpu: 4000}
