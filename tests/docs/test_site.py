@@ -168,3 +168,45 @@ def test_the_search_finds_a_setting(
     meta = browser.evaluate("document.querySelector('.md-search-result__meta').textContent")
     assert "matching" in meta.lower() or "result" in meta.lower(), meta
     shots(browser, "search")
+
+
+@pytest.mark.parametrize("page", ["", "getting-started/first-gang/", "getting-started/kind/", "guides/spark/"])
+def test_no_command_or_manifest_is_cut_at_the_right_edge(site: tuple[str, float], browser: Browser, page: str) -> None:
+    """Commands and manifests keep their lines short enough to show whole; command output (```text)
+    wraps instead."""
+    url, _ = site
+    browser.open(url + page)
+    cut = browser.evaluate(
+        "[...document.querySelectorAll('article pre > code')]"
+        ".filter(c => !c.closest('.language-text') && c.scrollWidth > c.clientWidth + 1)"
+        ".map(c => c.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), ''))"
+    )
+    assert not cut, f"{page or 'the front page'}: code cut at the right edge, its longest lines: {cut}"
+    wrapped = browser.evaluate(
+        "[...document.querySelectorAll('article .language-text pre > code')]"
+        ".filter(c => c.scrollWidth > c.clientWidth + 1).length"
+    )
+    assert wrapped == 0
+
+
+def test_event_reasons_are_never_broken_and_the_footer_names_the_licence(
+    site: tuple[str, float], browser: Browser, shots: Callable[[Browser, str], Path]
+) -> None:
+    url, _ = site
+    browser.open(url + "reference/events/")
+    broken = browser.evaluate(
+        "[...document.querySelectorAll('article td:first-child code')]"
+        ".filter(c => c.getClientRects().length > 1 || c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)"
+    )
+    reasons = browser.evaluate("document.querySelectorAll('article td:first-child code').length")
+    assert reasons > 20 and not broken, f"event reasons broken across lines: {broken}"
+    table = browser.evaluate(
+        "(() => { const t = document.querySelector('article table'); return [t.scrollWidth, t.clientWidth]; })()"
+    )
+    assert table[0] <= table[1] + 1, f"the events table is wider than the page: {table}"
+    shots(browser, "events")
+    footer = browser.evaluate("document.querySelector('.md-footer-meta').textContent")
+    assert "Apache License 2.0" in footer, footer
+    links = browser.evaluate("[...document.querySelectorAll('.md-footer-meta a')].map(a => a.href)")
+    assert any(link.startswith("https://github.com/") for link in links), links
+    assert browser.evaluate("document.querySelector('.md-header .md-logo img') !== null")

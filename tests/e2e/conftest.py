@@ -28,11 +28,11 @@ from yuniplace.gang import keys
 from yuniplace.gang.dialects import podgroup
 from yuniplace.kube import NotFound
 from yuniplace.localcluster import LocalCluster, NodePool, Taint, wait_until
-from yuniplace.localcluster.build import DEFAULT_KUBERNETES, SUPPORTED_KUBERNETES
+from yuniplace.localcluster.build import DEFAULT_KUBERNETES, GO_NEEDED, SUPPORTED_KUBERNETES
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SKIP_WITHOUT_GO = (
-    "e2e tests need the Go toolchain (1.24+) to build the local control plane from Go modules: "
+    f"e2e tests need the Go toolchain ({GO_NEEDED} or newer) to build the local control plane from Go modules: "
     "install Go (https://go.dev/doc/install) and run scripts/test again; with CI=true they fail instead of skipping"
 )
 

@@ -214,3 +214,15 @@ def test_the_report_of_a_run_with_kueue_writes_its_chart(tmp_path: Path) -> None
     assert "### Kueue: what it was given" in markdown.read_text()
     assert (tmp_path / "gang-latency.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "results.json").read_text())["results"][2]["version"] == "v0.17.0"
+
+
+def test_the_gang_chart_draws_every_peer_the_run_measured_at_every_size() -> None:
+    rows = _results()[0]["rows"]
+    labels = [label for label, _, _ in report.gang_lines(rows)]
+    assert "Kueue pod group" in labels and "plain kube-scheduler (no gang)" in labels
+    assert [seconds for label, _, seconds in report.gang_lines(rows) if label == "Kueue pod group"] == [
+        [row["kueue_s"] for row in rows]
+    ]
+    # A peer missing at one size is left out rather than drawn in part.
+    del rows[-1]["kueue_s"]
+    assert "Kueue pod group" not in [label for label, _, _ in report.gang_lines(rows)]

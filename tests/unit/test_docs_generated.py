@@ -40,6 +40,22 @@ def test_the_state_diagram_draws_every_move_of_the_table_and_no_other() -> None:
     assert "<title>Reserving → Reserved: seated, placed</title>" in statediagram.svg()
 
 
+def test_every_arrow_is_numbered_and_the_legend_says_what_makes_it() -> None:
+    drawn = statediagram.svg()
+    table = statediagram.transitions()
+    moves = list(statediagram.table_moves(table))
+    numbers = re.findall(r'<g class="move-number">.*?font-weight="bold" fill="#1b2a44">(\d+)</text></g>', drawn)
+    assert sorted(map(int, numbers)) == list(range(1, len(moves) + 1))
+    legend = drawn.split('<g class="legend">', 1)[1]
+    entries = re.findall(
+        r'<tspan font-weight="bold">(\d+)</tspan> (\w+) → (\w+): <tspan fill="#555">([^<]*)</tspan>', legend
+    )
+    assert {(source, target) for _, source, target, _ in entries} == set(moves)
+    for _, source, target, made_by in entries:
+        assert made_by == ", ".join(table.triggers[(source, target)])
+    assert ("Reserving", "Reserved", "seated, placed") in {(s, t, m) for _, s, t, m in entries}
+
+
 def test_the_diagram_follows_another_table() -> None:
     """Pointed at another table, the diagram draws that table's moves."""
     table = statediagram.Table(("A", "B", "C"), (("A", "B"), ("B", "A"), ("B", "C"), ("A", "C")), frozenset({"C"}))

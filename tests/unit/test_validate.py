@@ -25,7 +25,7 @@ def test_every_example_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         out.strip()
         .splitlines()[-1]
-        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 27 gang pod(s), 0 error(s), 0 warning(s)")
+        .startswith(f"ok: {len(ALL_EXAMPLES)} file(s), 28 gang pod(s), 0 error(s), 0 warning(s)")
     )
 
 

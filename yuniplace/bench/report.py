@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -251,22 +252,43 @@ def profile_table(result: dict[str, Any]) -> str:
     return "\n".join(sections)
 
 
+# Each line of the gang-size chart: its label, marker, and how to read it from a row (None: not measured).
+GANG_LINES: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...] = (
+    ("plain kube-scheduler (no gang)", "o", lambda row: row.get("baseline_s")),
+    ("yuniplace gang, direct start", "s", lambda row: row.get("yuniplace_s")),
+    ("yuniplace gang, placeholders always", "v", lambda row: row.get("placeholders", {}).get("yuniplace_s")),
+    ("YuniKorn gang", "^", lambda row: row.get("yunikorn_s")),
+    ("Kueue pod group", "D", lambda row: row.get("kueue_s")),
+    ("kube-scheduler's gang plugin", "x", lambda row: row.get("native_s")),
+)
+
+
+def gang_lines(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[float]]]:
+    """The gang-size chart's lines: (label, marker, seconds at each size) for each way of starting the
+    gang the run measured at every size (YuniKorn's and Kueue's only where they ran)."""
+    lines = []
+    for label, marker, seconds in GANG_LINES:
+        measured = [value for row in rows if (value := seconds(row)) is not None]
+        if len(measured) == len(rows):
+            lines.append((label, marker, measured))
+    return lines
+
+
 def chart(result: dict[str, Any], path: Path) -> None:
+    """Start time against gang size, one line per way of starting the gang, on log scales: the sizes
+    span a hundredfold, and a ratio between two lines reads the same at every size."""
     rows = result["rows"]
     sizes = [row["members"] for row in rows]
-    figure, axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    axes.plot(sizes, [row["baseline_s"] for row in rows], marker="o", label="plain kube-scheduler (no gang)")
-    axes.plot(sizes, [row["yuniplace_s"] for row in rows], marker="s", label="yuniplace gang")
-    if all("yunikorn_s" in row for row in rows):
-        axes.plot(sizes, [row["yunikorn_s"] for row in rows], marker="^", label="YuniKorn gang")
-    if all("kueue_s" in row for row in rows):
-        axes.plot(sizes, [row["kueue_s"] for row in rows], marker="D", label="Kueue pod group")
+    figure, axes = plt.subplots(figsize=(6.4, 4.6), dpi=120)
+    for label, marker, seconds in gang_lines(rows):
+        axes.plot(sizes, seconds, marker=marker, label=label)
     axes.set_xscale("log")
+    axes.set_yscale("log")
     axes.set_xlabel("gang size M (pods)")
-    axes.set_ylabel("first pod created → all M bound (s)")
+    axes.set_ylabel("first pod created → all M bound (s, log scale)")
     axes.set_title(f"Gang start latency, {result['nodes']} kwok nodes")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
+    axes.legend(fontsize="small")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -316,28 +338,26 @@ def scale_table(result: dict[str, Any]) -> str:
 
 
 def scale_chart(result: dict[str, Any], path: Path) -> None:
+    """Controller memory and admission time against cluster size, side by side, each on its own axis from
+    zero: drawn on two y axes of one plot, two series of two points each lay exactly on top of each other."""
     rows = result["rows"]
     nodes = [row["nodes"] for row in rows]
-    figure, rss_axes = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    rss_line = rss_axes.plot(
-        nodes, [row["controller_peak_rss_mib"] for row in rows], marker="o", color="tab:blue", label="peak RSS"
+    figure, (rss_axes, cycle_axes) = plt.subplots(1, 2, figsize=(7.6, 3.8), dpi=120)
+    panels = (
+        (rss_axes, "controller_peak_rss_mib", "controller peak RSS (MiB)", "o", "tab:blue"),
+        (cycle_axes, "admission_cycle_ms", "admission cycle (ms)", "s", "tab:red"),
     )
-    rss_axes.set_xlabel("kwok nodes (full, with ordinary pods and waiting gangs)")
-    rss_axes.set_ylabel("controller peak RSS (MiB)", color="tab:blue")
-    cycle_axes = rss_axes.twinx()
-    cycle_line = cycle_axes.plot(
-        nodes,
-        [row["admission_cycle_ms"] for row in rows],
-        marker="s",
-        linestyle="--",
-        color="tab:red",
-        label="admission cycle",
-    )
-    cycle_axes.set_ylabel("admission cycle (ms)", color="tab:red")
-    rss_axes.set_title("Controller memory and admission decision time against cluster size")
-    rss_axes.grid(True, alpha=0.3)
-    lines = rss_line + cycle_line
-    rss_axes.legend(lines, [str(line.get_label()) for line in lines], loc="upper left")
+    for axes, key, label, marker, colour in panels:
+        values = [row[key] for row in rows]
+        axes.plot(nodes, values, marker=marker, color=colour)
+        for x, y in zip(nodes, values, strict=True):
+            axes.annotate(f"{y:g}", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize="small")
+        axes.set_ylim(0, max(values) * 1.25)
+        axes.set_xlabel("kwok nodes (full, with waiting gangs)")
+        axes.set_ylabel(label)
+        axes.set_xticks(nodes)
+        axes.grid(True, alpha=0.3)
+    figure.suptitle("Controller memory and admission decision time against cluster size")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)

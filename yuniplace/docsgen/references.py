@@ -85,8 +85,12 @@ def annotations_page() -> str:
 # -- commands ----------------------------------------------------------------------------------------------
 
 
+# Code blocks keep their lines to this many characters, so a narrow page shows them whole.
+CODE_COLUMNS = 78
+
+
 def _usage(parser: argparse.ArgumentParser) -> str:
-    formatter = argparse.HelpFormatter(parser.prog, width=100)
+    formatter = argparse.HelpFormatter(parser.prog, width=CODE_COLUMNS)
     formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups)
     return formatter.format_help().strip()
 
@@ -229,7 +233,12 @@ def events_page() -> str:
         "on the queue configuration, so `kubectl describe pod` and `kubectl get events -w` tell it. Reporting "
         f"controller: `{REPORTING_CONTROLLER}`. Where a reason has two types, the first is its usual one.",
         "",
+        # The site keeps each reason whole (docs/stylesheets/extra.css): a reason is one word.
+        '<div class="whole-names" markdown>',
+        "",
         *table_lines(("Reason", "Type", "Action", "On", "When"), rows),
+        "",
+        "</div>",
     ]
     return "\n".join(lines) + "\n"
 

@@ -3,11 +3,13 @@ deterministic layout (no graphviz, no JavaScript), so the docs site shows it off
 to the table; and the table itself as a reference page.
 
 `transitions()` is the one place that reads the table: each pair of states is drawn once, its arrow
-titled with the triggers that make that move.
+numbered, and a legend under the boxes says, by number, what makes each move (the arrow's title says it
+too, on hover).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -21,6 +23,10 @@ COLUMN_GAP, ROW_GAP = 62, 56
 MARGIN = 24
 ARC_STEP = 26  # how high an arc above the row climbs per column it spans
 FONT = "font-family:sans-serif;font-size:13px"
+LABEL_R = 8  # radius of an arrow's number disc
+LEGEND_FONT = "font-family:sans-serif;font-size:12px"
+LEGEND_LINE = 17  # pixels between the legend's lines
+LEGEND_COLUMNS = 2
 
 
 @dataclass(frozen=True)
@@ -137,16 +143,99 @@ def _path(
     return f"M{start:.0f},{top:.0f} C{start:.0f},{top - lift:.0f} {end:.0f},{top - lift:.0f} {end:.0f},{top:.0f}"
 
 
+def _point(
+    move: Move, index: int, centres: Mapping[str, tuple[float, float]], ports: Mapping[tuple[int, str], float], t: float
+) -> tuple[float, float]:
+    """The point a fraction t along a move's arrow, as `_path` draws it."""
+    (x1, y1), (x2, y2) = centres[move.source], centres[move.target]
+    if move.route == "level":
+        (ax, ay), (bx, by) = (x1 + NODE_W / 2, y1), (x2 - NODE_W / 2, y2)
+        return ax + (bx - ax) * t, ay + (by - ay) * t
+    start, end = ports[(index, "from")], ports[(index, "to")]
+    if move.route == "down":
+        top, bottom = y1 + NODE_H / 2, y2 - NODE_H / 2
+        return start + (end - start) * t, top + (bottom - top) * t
+    span = round(abs(x2 - x1) / (NODE_W + COLUMN_GAP))
+    lift = ARC_STEP * (span + (0.5 if x2 < x1 else 0)) * 1.4
+    top = y1 - NODE_H / 2
+    weights = ((1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3)
+    xs, ys = (start, start, end, end), (top, top - lift, top - lift, top)
+    return sum(w * x for w, x in zip(weights, xs, strict=True)), sum(w * y for w, y in zip(weights, ys, strict=True))
+
+
+LABEL_TRIES = tuple(t / 20 for t in range(4, 17))  # 0.2 to 0.8 of the way along an arrow
+SAMPLES = 48  # points per arrow when looking for where arrows cross
+
+
+def _label_points(
+    moves: Sequence[Move], centres: Mapping[str, tuple[float, float]], ports: Mapping[tuple[int, str], float]
+) -> dict[int, tuple[float, float]]:
+    """Where each arrow's number goes: clear of the numbers placed before it (short arrows first: they
+    have the least choice), then as far from every other arrow as it can be (a number on a crossing
+    would name either), then as near its arrow's middle."""
+    lines = {
+        index: [_point(move, index, centres, ports, i / SAMPLES) for i in range(SAMPLES + 1)]
+        for index, move in enumerate(moves)
+    }
+    placed: dict[int, tuple[float, float]] = {}
+    clearance = 2 * LABEL_R + 3
+
+    def score(index: int, t: float) -> tuple[bool, float, float]:
+        x, y = _point(moves[index], index, centres, ports, t)
+        free = all(abs(x - px) >= clearance or abs(y - py) >= clearance for px, py in placed.values())
+        nearest = min(
+            (math.dist((x, y), point) for other, line in lines.items() if other != index for point in line),
+            default=clearance,
+        )
+        return free, min(nearest, LABEL_R + 4), -abs(t - 0.5)
+
+    for index, move in sorted(enumerate(moves), key=lambda item: ("level", "arc", "down").index(item[1].route)):
+        best = max(LABEL_TRIES, key=lambda t: score(index, t))
+        placed[index] = _point(move, index, centres, ports, best)
+    return placed
+
+
+LEGEND_CHAR_W = 6.4  # a 12px sans-serif character, on average, with room to spare
+
+
+def _legend(table: Table, moves: Sequence[Move], top: float) -> tuple[list[str], float, float]:
+    """The legend: one line per numbered arrow, in two columns, with what makes that move; its SVG,
+    the width it needs and the height it takes."""
+    lines = [
+        (
+            f"{move.source} → {move.target}: ",
+            ", ".join(table.triggers.get((move.source, move.target), ())) or "-",
+        )
+        for move in moves
+    ]
+    rows = -(-len(lines) // LEGEND_COLUMNS)
+    columns = [lines[i : i + rows] for i in range(0, len(lines), rows)]
+    parts = ['<g class="legend">']
+    x = float(MARGIN)
+    for number, column in enumerate(columns):
+        for row, (move, made_by) in enumerate(column):
+            parts.append(
+                f'<text x="{x:.0f}" y="{top + row * LEGEND_LINE:.0f}" style="{LEGEND_FONT}" fill="#1b2a44">'
+                f'<tspan font-weight="bold">{number * rows + row + 1}</tspan> {escape(move)}'
+                f'<tspan fill="#555">{escape(made_by)}</tspan></text>'
+            )
+        x += max(len(f"{rows * len(columns)} {a}{b}") for a, b in column) * LEGEND_CHAR_W + 2 * MARGIN
+    parts.append("</g>")
+    return parts, x - MARGIN, rows * LEGEND_LINE
+
+
 def svg(table: Table | None = None) -> str:
-    """The diagram: a box per state (terminal ones doubled), an arrow per move, each with a `<title>`
-    naming it and what makes it ("Reserving → Reserved: seated, placed"), so it reads on hover and a test
-    can list the moves drawn."""
+    """The diagram: a box per state (terminal ones doubled), an arrow per move, numbered, and a legend
+    saying what makes each numbered move. Each arrow also has a `<title>` naming it and its triggers
+    ("Reserving → Reserved: seated, placed"), so it reads on hover and a test can list the moves drawn."""
     table = table or transitions()
     centres = layout(table)
     moves = _moves(table, centres)
     ports = _ports(moves, centres)
-    width = max(x for x, _ in centres.values()) + NODE_W / 2 + MARGIN
-    height = max(y for _, y in centres.values()) + NODE_H / 2 + MARGIN
+    legend_top = max(y for _, y in centres.values()) + NODE_H / 2 + MARGIN + LEGEND_LINE
+    legend, legend_width, legend_height = _legend(table, moves, legend_top)
+    width = max(max(x for x, _ in centres.values()) + NODE_W / 2 + MARGIN, legend_width)
+    height = legend_top + legend_height
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="state-diagram" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="The states of a gang and its moves">',
@@ -160,6 +249,12 @@ def svg(table: Table | None = None) -> str:
             f'<g class="move"><title>{escape(move.source)} → {escape(move.target)}{escape(said)}</title>'
             f'<path d="{_path(move, index, centres, ports)}" fill="none" stroke="#555" stroke-width="1.3" '
             'marker-end="url(#arrow)"/></g>'
+        )
+    for index, (x, y) in sorted(_label_points(moves, centres, ports).items()):
+        parts.append(
+            f'<g class="move-number"><circle cx="{x:.0f}" cy="{y:.0f}" r="{LABEL_R}" fill="#ffffff" '
+            f'stroke="#555" stroke-width="1"/><text x="{x:.0f}" y="{y + 4:.0f}" text-anchor="middle" '
+            f'style="{LEGEND_FONT}" font-weight="bold" fill="#1b2a44">{index + 1}</text></g>'
         )
     for name in table.states:
         x, y = centres[name]
@@ -179,6 +274,7 @@ def svg(table: Table | None = None) -> str:
             f"{escape(name)}</text>"
         )
         parts.append("</g>")
+    parts += legend
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

@@ -144,7 +144,7 @@ def parser() -> argparse.ArgumentParser:
     for command, text in (
         ("down", "stop the cluster and remove its state"),
         ("status", "show components and nodes (JSON)"),
-        ("env", "print export lines for KUBECONFIG and a PATH with kubectl and helm"),
+        ("env", "print export lines for KUBECONFIG and a PATH with kubectl, helm, yuniplace and kubectl-yuniplace"),
     ):
         sub = commands.add_parser(command, help=text)
         sub.add_argument("--name", default=DEFAULT_NAME, help=name_help)

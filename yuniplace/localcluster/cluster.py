@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,14 @@ IDENTITIES = {
 
 class ClusterError(RuntimeError):
     """A cluster could not be started, found or stopped; the message says which part and why."""
+
+
+def command_dir() -> Path | None:
+    """The folder of the `yuniplace` and `kubectl-yuniplace` commands, as this interpreter installed them
+    (the virtualenv's bin that scripts/venv-python makes): `env` puts it on PATH, so a fresh clone's
+    shell has the commands the docs run. None when they are not installed as commands."""
+    folder = Path(sysconfig.get_path("scripts"))
+    return folder if (folder / "yuniplace").is_file() else None
 
 
 def state_root() -> Path:
@@ -493,6 +502,7 @@ class LocalCluster:
         return result
 
     def env(self) -> str:
-        """Shell lines that point kubectl and helm at this cluster."""
-        bin_dir = self.bin_dir()
-        return f"export KUBECONFIG={self.kubeconfig}\nexport PATH={bin_dir}:$PATH\n"
+        """Shell lines that point kubectl and helm at this cluster, with them and yuniplace's own commands
+        on PATH."""
+        folders = ":".join(str(folder) for folder in (self.bin_dir(), command_dir()) if folder)
+        return f"export KUBECONFIG={self.kubeconfig}\nexport PATH={folders}:$PATH\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from yuniplace.kube import KubeClient
-from yuniplace.localcluster.cluster import wait_until
+from yuniplace.localcluster.cluster import command_dir, wait_until
 from yuniplace.localcluster.kindimage import KindImages, ensure_all, tools
 
 CREATE_TIMEOUT_S = 600.0
@@ -163,5 +163,7 @@ class KindCluster:
         return KubeClient.from_kubeconfig(str(self.kubeconfig))
 
     def env(self) -> str:
-        """Shell lines that point kubectl and helm at this cluster, with kind, kubectl and helm on PATH."""
-        return f'export KUBECONFIG="{self.kubeconfig}"\nexport PATH="{self.images.bin_dir}:$PATH"\n'
+        """Shell lines that point kubectl and helm at this cluster, with kind, kubectl, helm and yuniplace's
+        own commands on PATH."""
+        folders = ":".join(str(folder) for folder in (self.images.bin_dir, command_dir()) if folder)
+        return f'export KUBECONFIG="{self.kubeconfig}"\nexport PATH="{folders}:$PATH"\n'
