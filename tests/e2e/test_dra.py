@@ -25,6 +25,7 @@ from tests.e2e.support import (
     ControllerProcess,
     NamespaceRecorder,
     Placement,
+    chart_installed,
     events_for,
     gang_pod,
     is_bound,
@@ -549,3 +550,32 @@ def test_a_queues_max_of_a_device_class_holds_a_second_dra_gang_back(
     for name in first:
         cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
     wait_running(cluster, gpus, second)
+
+
+def test_the_charts_permissions_let_the_swap_hand_claims_over(
+    cluster: Cluster,
+    namespace: str,
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    claim_history: ClaimHistory,
+    tmp_path: Path,
+) -> None:
+    """The controller as the chart runs it (its ServiceAccount and ClusterRole, its webhook gating the
+    members as they are created): the claims' hand-over writes `reservedFor`, which from 1.36 needs the
+    `resourceclaims/binding` permission besides `resourceclaims/status`."""
+    place = pool(2, cpu="16", memory="64Gi")
+    gpus = devices(place.nodes, 2)
+    template = gpus.template("two", 2)
+    with chart_installed(cluster, namespace, tmp_path / "chart") as controller:
+        groups = [place.group("workers", 2, cpu="1", memory="1Gi")]
+        names = ["chart-0", "chart-1"]
+        for name in names:
+            pod = gang_pod(name, "chart", "workers", task_groups=groups, gated=False, cpu="1", memory="1Gi")
+            cluster.create_pod(namespace, place.pin(gpus.pod(pod, template)))
+        wait_running(cluster, gpus, names)
+        assert all(keys.GATE in recorder.gates_seen[name] for name in names)
+        assert controller.metrics().get("yuniplace_dra_claims_handed_over_total") == 2, controller.log()
+        for name in names:
+            claim = gpus.claim_of(name)
+            assert claim_history.lapses(claim["metadata"]["name"]) == [], claim_history.states

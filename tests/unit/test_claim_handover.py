@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from yuniplace.controller.apply import Executor
+from yuniplace.controller.apply import Executor, Refusals
 from yuniplace.controller.plan import Plan, Swap
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.state import AppState
-from yuniplace.kube import Invalid, NotFound
+from yuniplace.kube import Forbidden, Invalid, NotFound
 
 KEY = p.AppKey("ns", "train")
 
@@ -89,7 +89,7 @@ class Metrics:
         self.claims_handed_over = self._Counter()
 
 
-def swap(api: Api, *, contended: bool) -> tuple[list[str], bool, Metrics]:
+def swap(api: Api, *, contended: bool) -> tuple[list[str], Refusals, Metrics]:
     metrics = Metrics()
     executor = Executor(api, Store(), None, metrics, Landings(), contended=lambda _key: contended)  # type: ignore[arg-type]
     swaps = [
@@ -100,14 +100,14 @@ def swap(api: Api, *, contended: bool) -> tuple[list[str], bool, Metrics]:
         refused = executor.apply(Plan(KEY, AppState.RESERVED, swaps=swaps))
     finally:
         executor.close()
-    return api.writes, refused.claims_kept, metrics
+    return api.writes, refused, metrics
 
 
 @pytest.mark.parametrize("contended", [True, False], ids=["nominated", "steered"])
 def test_each_claim_is_handed_to_its_member_before_its_placeholder_goes(contended: bool) -> None:
     api = Api()
-    writes, kept, metrics = swap(api, contended=contended)
-    assert not kept and metrics.claims_handed_over.value == 3
+    writes, refused, metrics = swap(api, contended=contended)
+    assert not refused.claims_kept and metrics.claims_handed_over.value == 3
     for member, placeholder, claims in (("m0", "ph0", ("m0-gpus", "channel")), ("m1", "ph1", ("m1-gpus",))):
         for claim in claims:
             assert (
@@ -128,7 +128,16 @@ def test_each_claim_is_handed_to_its_member_before_its_placeholder_goes(contende
 )
 def test_a_claim_not_handed_over_keeps_its_swap_waiting_and_the_others_go(contended: bool, refusal: Exception) -> None:
     api = Api(refused={"channel": refusal})
-    writes, kept, _ = swap(api, contended=contended)
-    assert kept
+    writes, refused, _ = swap(api, contended=contended)
+    assert refused.claims_kept and refused.claims_forbidden is None
     assert "delete ph0" not in writes and "release m0" not in writes
     assert "delete ph1" in writes and "release m1" in writes
+
+
+def test_a_hand_over_the_api_forbids_says_which_permission_to_grant() -> None:
+    api = Api(refused={"m1-gpus": Forbidden(403, "Forbidden", 'requires resource="resourceclaims/binding"')})
+    writes, refused, _ = swap(api, contended=True)
+    assert refused.claims_kept and refused.claims_forbidden is not None
+    assert refused.claims_forbidden.startswith("the API forbids yuniplace to hand DRA claim m1-gpus to member m1")
+    assert "resourceclaims/binding" in refused.claims_forbidden
+    assert "release m1" not in writes and "release m0" in writes

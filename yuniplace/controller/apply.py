@@ -65,10 +65,14 @@ class Refusals:
     placeholders: str | None = None  # why it would not create them
     eviction: str | None = None  # why it would not evict the gang's pods
     seats_held: bool = False  # members started directly were nominated but not released: see Executor.apply
-    claims_kept: bool = False  # a swap waits: its placeholder's DRA claims could not be handed to its member yet
+    # A swap waits: its placeholder's DRA claims could not be handed to its member yet; and, where the API
+    # forbids it (yuniplace lacks a permission), why, for the gang's event.
+    claims_kept: bool = False
+    claims_forbidden: str | None = None
 
 
 PREFERENCE_WEIGHT = 100
+FORBIDDEN = "the API forbids yuniplace to"  # how a refusal for want of a permission begins
 
 
 def _marker_ops(pod: Pod, marker: tuple[str, str]) -> list[dict[str, Any]]:
@@ -203,7 +207,7 @@ class Executor:
             # First (or with the originator's nomination: see _record_carrier), so a controller restarted
             # after any later step knows the reservation began.
             self._annotate(plan.originator, plan.annotate)
-        claims_kept = False
+        claims_kept, kept = False, []
         refusals = [why for why in self._each(self._create, plan.create) if why is not None]
         self._each(lambda pod: self._delete(pod, "released"), plan.delete)
         # Nominations guard the freed room against pods waiting to be scheduled; when none waits
@@ -229,17 +233,17 @@ class Executor:
             version = max(self._each(nominate, plan.swaps), default=0)
             held = bool(direct) and not self._seats_hold(plan.key, direct, version)
             going = [swap for swap in plan.swaps if not (held and swap.direct)]
-            handed = self._each(self._hand_over_claims, going)
-            claims_kept = not all(handed)
-            going = [swap for swap, done in zip(going, handed, strict=True) if done]
+            kept = self._each(self._hand_over_claims, going)
+            claims_kept = any(why is not None for why in kept)
+            going = [swap for swap, why in zip(going, kept, strict=True) if why is None]
             self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in going if s.placeholder])
             self._each(lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())), going)
         else:
             # Steered, not nominated, each member counts only once it is released, on the node its own
             # placeholder has just left: each swap goes at its own pace, and the first members are
             # bound while the last placeholders are still being deleted.
-            swapped = self._each(lambda s: self._swap_steered(s, pins.get(p.uid(s.member), ())), plan.swaps)
-            claims_kept = not all(swapped)
+            kept = self._each(lambda s: self._swap_steered(s, pins.get(p.uid(s.member), ())), plan.swaps)
+            claims_kept = any(why is not None for why in kept)
         self._each(lambda pod: self._ungate(pod, pins=pins.get(p.uid(pod), ())), plan.ungate)
         self._each(self._fail, plan.fail)
         if plan.timed_out_mark is not None:
@@ -249,7 +253,8 @@ class Executor:
         api = pod_group_api([plan.originator] if plan.originator is not None else [])
         if plan.pod_group_status is not None and api is not None:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
-        return Refusals(refusals[0] if refusals else None, eviction, held, claims_kept)
+        forbidden = next((why for why in kept if why is not None and why.startswith(FORBIDDEN)), None) if kept else None
+        return Refusals(refusals[0] if refusals else None, eviction, held, claims_kept, forbidden)
 
     def _nominates(self, plan: Plan, direct: list[Swap]) -> bool:
         """Whether the plan's swaps go as a nominated batch: members started directly, or room a swap
@@ -333,34 +338,43 @@ class Executor:
             self._metrics.placeholders_deleted.labels(reason).inc()
         self._store.delete(pod)
 
-    def _swap_steered(self, swap: Swap, pins: Sequence[Pin]) -> bool:
-        """A swap at its own pace; False when it waits (its placeholder's claims were not handed over)."""
-        if not self._hand_over_claims(swap):
-            return False
+    def _swap_steered(self, swap: Swap, pins: Sequence[Pin]) -> str | None:
+        """A swap at its own pace; why it waits, where it does (its placeholder's claims not handed over)."""
+        why = self._hand_over_claims(swap)
+        if why is not None:
+            return why
         if swap.placeholder is not None:
             self._delete(swap.placeholder, "swapped")
         self._ungate(swap.member, marker=swap.marker, prefer=swap.node, pins=pins)
-        return True
+        return None
 
-    def _hand_over_claims(self, swap: Swap) -> bool:
+    def _hand_over_claims(self, swap: Swap) -> str | None:
         """Before its placeholder goes, the member joins the `reservedFor` of each DRA claim the
         placeholder holds for it: a claim stays allocated while it names a pod that lives, so its devices
         pass from one to the other and are never free in between (a nomination holds no device). The
         API refuses the entry on a claim that is not allocated (the placeholder is not placed, or the
-        claim was given up) or is being deleted: the swap then waits, and True is never said for it."""
-        if not swap.claims:
-            return True
+        claim was given up) or is being deleted: the swap then waits. Return why it waits, or None once
+        every claim is handed over."""
         member = swap.member
         consumer = {"resource": "pods", "name": p.name(member), "uid": p.uid(member)}
         for claim in swap.claims:
             path = f"{DRA_API}/namespaces/{p.namespace(member)}/resourceclaims/{claim}/status"
             try:
                 self._client.patch(path, {"status": {"reservedFor": [consumer]}}, content_type=STRATEGIC_MERGE_PATCH)
-            except (NotFound, Invalid, Conflict, Forbidden) as error:
-                log.warning("claim %s/%s not handed to %s yet: %s", p.namespace(member), claim, p.name(member), error)
-                return False
-        self._metrics.claims_handed_over.inc(len(swap.claims))
-        return True
+            except Forbidden as error:
+                why = (
+                    f"{FORBIDDEN} hand DRA claim {claim} to member {p.name(member)} ({error.message}): grant it "
+                    "resourceclaims/status and, from Kubernetes 1.36, resourceclaims/binding (the chart's ClusterRole "
+                    "does); the member stays gated and its devices held by its placeholder"
+                )
+                log.error("%s/%s: %s", p.namespace(member), p.name(member), why)
+                return why
+            except (NotFound, Invalid, Conflict) as error:
+                log.info("claim %s/%s not handed to %s yet: %s", p.namespace(member), claim, p.name(member), error)
+                return f"claim {claim} not handed over yet: {error.message}"
+        if swap.claims:
+            self._metrics.claims_handed_over.inc(len(swap.claims))
+        return None
 
     def _nominate(self, swap: Swap, record: Mapping[str, str | None] | None = None) -> int:
         """Step 1 of a swap: nominate the member to the reserved node while its placeholder (or, started

@@ -48,6 +48,7 @@ RECONCILE_SPACING_PER_CPU_S = 10.0
 GAUGE_REFRESH_S = 2.0
 SEATS_RECHECK_S = 0.05  # a gang started directly whose seats are not yet seen to hold is looked at again
 CLAIMS_RECHECK_S = 0.5  # a swap whose placeholder's DRA claims could not be handed over yet is tried again
+CLAIMS_FORBIDDEN_RECHECK_S = 30.0  # ... and one the API forbids, until yuniplace is granted the permission
 SYNC_TIMEOUT_S = 120.0
 
 
@@ -91,6 +92,7 @@ class Controller:
         self._degraded: set[p.AppKey] = set()  # started gangs reported below their minimum
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
+        self._claims_refused: dict[p.AppKey, str] = {}  # why the API refused a swap's DRA claims, as last said
         self._watch_progress = WatchProgress()
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
@@ -325,7 +327,10 @@ class Controller:
             self.queue.add(key)
         if refused.seats_held:
             self.queue.add_after(key, SEATS_RECHECK_S)
-        if refused.claims_kept:
+        if refused.claims_forbidden is not None:
+            self._said_once(key, plan, refused.claims_forbidden)
+            self.queue.add_after(key, CLAIMS_FORBIDDEN_RECHECK_S)
+        elif refused.claims_kept:
             self.queue.add_after(key, CLAIMS_RECHECK_S)
         if refused.eviction is not None and plan.originator is not None:
             # Not the whole gang may go: none of it does; a reclaim looks elsewhere, a restart is tried
@@ -357,6 +362,14 @@ class Controller:
                 self._last_reconciled[key] = (started, time.thread_time() - cpu_started)
         return plan
 
+    def _said_once(self, key: p.AppKey, plan: Plan, why: str) -> None:
+        """A GangDevices event on the gang's originator, once for each thing the API refuses it."""
+        with self._lock:
+            said = self._claims_refused.get(key) == why
+            self._claims_refused[key] = why
+        if not said and plan.originator is not None:
+            self.recorder.record(plan.originator, Reason.GANG_DEVICES, why)
+
     def _record(self, key: p.AppKey, app: Application, plan: Plan) -> None:
         """Metrics from what the plan says happened, and the state for the gauges."""
         if Outcome.RESERVED in plan.outcomes and app.record.reservation_started is not None:
@@ -386,6 +399,7 @@ class Controller:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
                 self._refusals.pop(key, None)
+                self._claims_refused.pop(key, None)
                 self._seat_check.forget(key)
             else:
                 self._states[key] = plan.state

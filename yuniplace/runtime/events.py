@@ -185,7 +185,8 @@ class Reason(enum.StrEnum):
         "originator",
         "the gang's DRA devices cannot be counted (a ResourceClaimTemplate, claim or DeviceClass that does not "
         "exist, a request of alternatives, a CEL selector yuniplace cannot evaluate): it waits whole, its timeout "
-        "running, until they can",
+        "running, until they can; or the API forbids yuniplace to hand a placeholder's claims to its member (a "
+        "permission the chart grants is missing): the member stays gated, its devices held",
     )
     GANG_REFUSED = (
         "GangRefused",
