@@ -26,6 +26,7 @@ SCENARIOS = {
     "scale",
     "topology",
     "autoscaling",
+    "dra",
 }
 
 
@@ -58,6 +59,9 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     [autoscaled] = results["autoscaling"]["rows"]
     assert autoscaled["yuniplace"]["nodes_made"] >= autoscaled["yuniplace"]["nodes_needed"] == 10
     assert autoscaled["yuniplace"]["back_to_size_s"] > 0 and autoscaled["baseline"]["start_s"] > 0
+    # Every member of a DRA gang had its claim held by a placeholder and handed over in the swap.
+    [dra] = results["dra"]["rows"]
+    assert dra["claims_handed_over"] == dra["members"] == 10 and dra["plain_s"] > 0
     for chart in ("gang-latency.png", "scale.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "results.md").read_text()
@@ -71,6 +75,7 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
         "### 5. Scale",
         "### 6. Topology",
         "### 7. Autoscaled",
+        "### 8. DRA gangs",
     )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown

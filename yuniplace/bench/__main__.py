@@ -19,6 +19,7 @@ from yuniplace.bench import (
     autoscaling,
     campaign,
     controlplane,
+    dra,
     kindcampaign,
     nativegate,
     report,
@@ -52,6 +53,7 @@ SCENARIOS = (
     "scale",
     "topology",
     "autoscaling",
+    "dra",
 )
 # Long runs of their own, only when named: a fault campaign and a soak.
 CAMPAIGNS = ("faults", "soak")
@@ -77,6 +79,7 @@ class Sizes:
     decode_members: int
     topology: topology.Shape
     autoscaling: autoscaling.Shape
+    dra: dra.Shape
 
 
 FULL = Sizes(
@@ -98,8 +101,11 @@ FULL = Sizes(
     200,
     topology.FULL,
     autoscaling.FULL,
+    dra.FULL,
 )
-QUICK = Sizes(100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK, autoscaling.QUICK)
+QUICK = Sizes(
+    100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK, autoscaling.QUICK, dra.QUICK
+)
 
 
 def _duration(text: str) -> float:
@@ -489,6 +495,8 @@ def run_all(
                 binaries, sizes.autoscaling, log_dir / "controller-autoscaling.log", controller_args, progress
             )
         )
+    if "dra" in chosen:
+        results.append(dra.run(binaries, sizes.dra, log_dir / "controller-dra.log", controller_args, progress))
     for long_run in campaigns:
         results.append(campaign.run(long_run, out_dir, progress))
     for on_kind in kind_campaigns:

@@ -524,6 +524,28 @@ def autoscaling_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dra_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"### 8. DRA gangs: {result['nodes']} nodes of {result['devices_per_node']} devices (ResourceSlices as a "
+        "driver publishes them), each member a claim of one device",
+        "",
+        "| M | plain pods, s | yuniplace gang, s | gang / plain | claims handed over | API writes a member |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        *(
+            f"| {r['members']} | {r['plain_s']} | {r['yuniplace_s']} | {r['ratio']}× | {r['claims_handed_over']} | "
+            f"{r['writes_per_member']} |"
+            for r in result["rows"]
+        ),
+        "",
+        "Start: from the first pod's creation to the last one bound. Plain pods are the same pods with no gang "
+        "(kube-scheduler allocates each claim as it places the pod); the gang holds each member's claim with a "
+        "placeholder and hands it over in the swap (the member added to the claim's reservedFor before the "
+        "placeholder goes). Writes: pods, pod status and claims' status, by the controller. "
+        f"Medians of {result['repeats']} run(s), plain and gang taking turns; every run is in results.json.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def kueue_table(result: dict[str, Any]) -> str:
     """What Kueue was given in scenarios 1 and 2, so its figures can be read fairly and measured again."""
     settings = result["configuration"]
@@ -555,6 +577,7 @@ def kueue_table(result: dict[str, Any]) -> str:
 TABLES = {
     "autoscaling": autoscaling_table,
     "control-plane": control_plane_table,
+    "dra": dra_table,
     "gang-size": gang_size_table,
     "kueue": kueue_table,
     "arrivals": arrivals_table,
