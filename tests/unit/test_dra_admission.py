@@ -144,3 +144,38 @@ def test_where_dra_is_not_served_nothing_is_counted() -> None:
     gpu_gang(made, "plain", 3)
     ticket = made.ticket("plain")
     assert isinstance(ticket, Granted) and ticket.seats, ticket  # as before: it fits by CPU, and starts directly
+
+
+def extended_gang(made: World, app: str, members: int) -> None:
+    """A gang whose members ask 2 devices each by the extended resource the class names."""
+    groups = [builders.task_group("workers", members, {"cpu": "1", "example.com/gpu": "2"})]
+    for i in range(members):
+        pod = builders.member(
+            f"{app}-{i}",
+            app=app,
+            group="workers",
+            task_groups=groups,
+            namespace=NS,
+            uid=f"uid-{app}-{i}",
+            rv="1",
+            created="2026-01-01T00:00:00Z",
+            requests={"cpu": "1", "example.com/gpu": "2"},
+            gates=[keys.GATE],
+            phase="Pending",
+        )
+        made.store.upsert(pod)
+        made.room.pod_event("ADDED", pod)
+
+
+def test_devices_asked_by_an_extended_resource_are_counted_from_the_slices() -> None:
+    """No node advertises example.com/gpu: the class that names it has 2 devices on each of 2 nodes. 3
+    members of 2 wait whole (no autoscaler makes devices: never admitted to grow); 2 fit."""
+    made = world()
+    gpu = builders.device_class("gpu", DRIVER, extended_resource="example.com/gpu")
+    made.admission.devices.classes_listed([gpu])
+    extended_gang(made, "big", 3)
+    ticket = made.ticket("big")
+    assert isinstance(ticket, Waiting) and ticket.reason is Reason.GANG_EXCEEDS_CAPACITY, ticket
+    assert "2 of 3 pods of (cpu 1, example.com/gpu 2) fit" in ticket.message, ticket.message
+    extended_gang(made, "fits", 2)
+    assert isinstance(made.ticket("fits"), Granted)

@@ -18,7 +18,7 @@ from yuniplace.admission.growth import GrowingPool, is_coming
 from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
 from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
-from yuniplace.devices.claims import ONE_DEVICE, device_class_of, is_device_resource
+from yuniplace.devices.claims import ONE_DEVICE
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import PODS, Constraints, Need, Room
 from yuniplace.gang.groups import GroupConsent
@@ -104,13 +104,13 @@ def _the(ticket: Granted, _app: App) -> Granted:
     return ticket
 
 
-def _without_devices(need: Need) -> Need:
-    return replace(need, requests={k: v for k, v in need.requests.items() if not is_device_resource(k)})
+def _without(need: Need, dropped: Callable[[str], bool]) -> Need:
+    return replace(need, requests={k: v for k, v in need.requests.items() if not dropped(k)})
 
 
-def _devices_there(empty: Room, needs: Sequence[Need]) -> str:
+def _devices_there(empty: Room, needs: Sequence[Need], is_device: Callable[[str], bool]) -> str:
     """How many devices of each class the needs ask for the cluster's nodes have, all told."""
-    asked = sorted({name for need in needs for name in need.requests if device_class_of(name) is not None})
+    asked = sorted({name for need in needs for name in need.requests if is_device(name)})
     have = []
     for name in asked:
         nodes = [node.allocatable.get(name, 0) for node in empty.nodes if node.allocatable.get(name, 0) > 0]
@@ -387,14 +387,16 @@ class Decision:
                 times_out=True,
             )
             return
-        if any(never) and not any(self._snapshot.empty.copy().take_all([_without_devices(n) for n in needs])):
+        is_device = self._snapshot.is_device
+        if any(never) and not any(self._snapshot.empty.copy().take_all([_without(n, is_device) for n in needs])):
             # Only devices are short, and no autoscaler makes a DRA driver's devices: placeholders would
             # only hold room for a gang that never starts.
             self._wait(
                 unit,
                 lambda app: (
                     f"no node's DRA devices can ever hold the gang ({_describe(unit, never, app.key.namespace)}; "
-                    f"{_devices_there(self._snapshot.empty, needs)}): waiting, whole, for devices to be added"
+                    f"{_devices_there(self._snapshot.empty, needs, is_device)}): waiting, whole, for devices to be "
+                    "added"
                 ),
                 times_out=True,
                 reason=Reason.GANG_EXCEEDS_CAPACITY,

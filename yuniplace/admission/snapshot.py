@@ -15,7 +15,15 @@ from typing import Any, Protocol
 from yuniplace.admission.growth import Coming, Growth
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
 from yuniplace.admission.tickets import LeftToKubeScheduler, Refused
-from yuniplace.devices.claims import Kind, claim_names, class_resource, device_class_of, is_allocated, uses_devices
+from yuniplace.devices.claims import (
+    Kind,
+    claim_names,
+    class_resource,
+    device_class_of,
+    is_allocated,
+    is_device_resource,
+    uses_devices,
+)
 from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
@@ -206,6 +214,12 @@ class Snapshot:
     # What an autoscaler can still add: its node pools, and the nodes yet to come, which `room` and
     # `empty` hold after the nodes there are.
     coming: Coming = field(default_factory=Coming)
+    # The extended resources DeviceClasses let pods ask DRA devices by: devices, like the class names.
+    device_aliases: frozenset[str] = frozenset()
+
+    def is_device(self, resource: str) -> bool:
+        """Whether the resource counts DRA devices (which no autoscaler adds), not what a node advertises."""
+        return is_device_resource(resource) or resource in self.device_aliases
 
     def free_room(self, without: Iterable[p.AppKey] = ()) -> Room:
         """Every node's free room, as if the applications `without` and their pods were gone."""
@@ -316,6 +330,7 @@ class Sources:
             pool_usage=self._pool_usage(config, there, pods_of),
             capacity=self._capacity(config, there),
             coming=coming,
+            device_aliases=frozenset(self.devices.extended_resources()) if self.devices is not None else frozenset(),
         )
 
     def _app(
