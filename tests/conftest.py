@@ -48,7 +48,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _golden_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    counts = {goldenplans.CHECKED: 0, goldenplans.UNRECORDED: 0}
+    counts = {goldenplans.CHECKED: 0, goldenplans.REFUSED: 0}
     for reports in terminalreporter.stats.values():
         for report in reports:
             if getattr(report, "when", None) != "teardown":
@@ -59,5 +59,5 @@ def _golden_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if any(counts.values()):
         terminalreporter.write_line(
             f"golden plans: {counts[goldenplans.CHECKED]} checked against their records, "
-            f"{counts[goldenplans.UNRECORDED]} made by tests not recorded"
+            f"{counts[goldenplans.REFUSED]} made by failing tests and not recorded"
         )
