@@ -14,7 +14,7 @@ from typing import Protocol
 
 from yuniplace.admission.growth import Coming, Growth
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
-from yuniplace.admission.tickets import LeftToKubeScheduler, Refused
+from yuniplace.admission.tickets import SNAPSHOT, Faulted, LeftToKubeScheduler, Refused, faulted
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
 from yuniplace.gang.application import Application
@@ -26,7 +26,6 @@ from yuniplace.gang.userinfo import UserInfo
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig
 from yuniplace.queues.pools import Pool, confine, pool_of, pool_owners
 from yuniplace.queues.quota import NOBODY
-from yuniplace.runtime.events import Reason
 from yuniplace.runtime.store import PodStore
 
 log = logging.getLogger(__name__)
@@ -159,9 +158,9 @@ class Snapshot:
     now: float
     config: QueueConfig
     apps: Mapping[p.AppKey, App]  # the candidates: waiting to reserve, or holding room
-    # Applications that cannot be read or that no queue takes, and native gangs no queue holds: their
-    # tickets are these.
-    refused: Mapping[p.AppKey, Refused | LeftToKubeScheduler]
+    # Applications that no queue takes, native gangs no queue holds, and those admission could not read
+    # through a fault of its own: their tickets are these.
+    refused: Mapping[p.AppKey, Refused | LeftToKubeScheduler | Faulted]
     room: RoomView
     empty: Room  # every node's whole allocatable room, as if nothing ran
     pods: Mapping[p.AppKey, Sequence[str]] = field(default_factory=dict)  # each application's pods (uids)
@@ -216,10 +215,17 @@ class Sources:
     limits: Limits
     growth: Growth | None = None  # an autoscaler's node pools, where it runs
 
-    def read(self, placing: Placing, now: float, watched: Iterable[p.AppKey] = ()) -> Snapshot:
+    def read(
+        self,
+        placing: Placing,
+        now: float,
+        watched: Iterable[p.AppKey] = (),
+        faults: Mapping[p.AppKey, Faulted] = {},
+    ) -> Snapshot:
         """The snapshot of this moment: the room first, then the applications, as the room sees their
         pods. `watched`: applications whose pods admission follows though they may be no candidates
-        (those whose room is being taken back)."""
+        (those whose room is being taken back). `faults`: applications admission last failed on through
+        a fault of its own; each is held as it is until its retry is due, then read again."""
         there = self.room.view()  # the nodes there are, which queues' pools and shares count
         view, empty = there, self.room.empty_room()
         coming = self.growth.coming(self.room.has_node) if self.growth is not None else Coming()
@@ -227,7 +233,7 @@ class Sources:
             view, empty = there.with_coming(coming.nodes), there.whole_room(coming.nodes)
         config = placing.config
         apps: dict[p.AppKey, App] = {}
-        refused: dict[p.AppKey, Refused | LeftToKubeScheduler] = {}
+        refused: dict[p.AppKey, Refused | LeftToKubeScheduler | Faulted] = {}
         pods_of: dict[p.AppKey, Sequence[str]] = {}
         applications = self.store.keys()
         for key in applications:
@@ -239,13 +245,15 @@ class Sources:
                 p.is_placeholder(pod) or (p.uid(pod) not in view.takes and not p.is_terminal(pod)) for pod in pods
             ):
                 continue
+            fault = faults.get(key)
+            if fault is not None and now < fault.retry_at:
+                refused[key] = fault
+                continue
             try:
                 app = self._app(key, pods, view, now, placing)
-            except Exception as error:
-                log.exception("admission cannot evaluate %s", key)
-                refused[key] = Refused(
-                    Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
-                )
+            except Exception as error:  # yuniplace's own fault: its input's are read into Application.problem
+                log.exception("admission cannot read %s (a fault of yuniplace's own); it is held", key)
+                refused[key] = faulted(SNAPSHOT, error, fault, now)
                 continue
             if isinstance(app, (Refused, LeftToKubeScheduler)):
                 refused[key] = app

@@ -13,7 +13,7 @@ from typing import Any
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
-from yuniplace.controller import lifecycle
+from yuniplace.controller import faults, lifecycle
 from yuniplace.controller.apply import Executor
 from yuniplace.controller.landings import Landings
 from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
@@ -89,6 +89,7 @@ class Controller:
         self._degraded: set[p.AppKey] = set()  # started gangs reported below their minimum
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
+        self._faults_told: dict[p.AppKey, str] = {}  # the stage of each gang's run of faults, once told
         self._watch_progress = WatchProgress()
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
@@ -286,8 +287,13 @@ class Controller:
         queue = placed or (app.queue if app.originator is not None else None)
         with self._lock:
             announced = self._announced_native.get(key)
-        plan, headline = observe(app, announced, queue, watched=self.pod_groups.native.version is not None)
-        self._executor.apply(plan)
+            before = self._states.get(key)
+        with faults.at(faults.PLAN):
+            plan, headline = observe(
+                app, announced, queue, before=before, watched=self.pod_groups.native.version is not None
+            )
+        with faults.at(faults.APPLY):
+            self._executor.apply(plan)
         with self._lock:
             if plan.forget:
                 self._announced_native.pop(key, None)
@@ -298,21 +304,27 @@ class Controller:
         return plan
 
     def reconcile(self, key: p.AppKey) -> Plan:
+        """Plan the application's next step and carry it out. A fault met on the way is raised as an
+        InternalError naming its stage (faults.py), for the worker to hold the gang and try again."""
         started, cpu_started = time.monotonic(), time.thread_time()
         with self._lock:
             self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
-        app = self._application(key)
+        with faults.at(faults.READ):
+            app = self._application(key)
         if app.originator is not None and app.left_to_kube_scheduler:
             plan = self._observe_native(key, app)
             self._record(key, app, plan)
             return plan
-        around = self._surroundings(app)
+        with faults.at(faults.READ):
+            around = self._surroundings(app)
         with self._lock:
             refusal = self._refusals.pop(key, None)
         if refusal is not None:
             around = replace(around, ticket=None, refusal=refusal)
-        plan = lifecycle.make_plan(app, self._clock(), self._settings, around)
-        refused = self._executor.apply(plan)
+        with faults.at(faults.PLAN):
+            plan = lifecycle.make_plan(app, self._clock(), self._settings, around)
+        with faults.at(faults.APPLY):
+            refused = self._executor.apply(plan)
         if refused.placeholders is not None:
             # The API would not create its placeholders: the next reconcile, at once, gives the
             # reservation back, so its room is free for others.
@@ -380,6 +392,7 @@ class Controller:
                 self._states.pop(key, None)
                 self._last_reconciled.pop(key, None)
                 self._refusals.pop(key, None)
+                self._faults_told.pop(key, None)
                 self._seat_check.forget(key)
             else:
                 self._states[key] = plan.state
@@ -409,24 +422,47 @@ class Controller:
             if key is None:
                 return
             try:
-                plan = self.reconcile(key)
-            except Exception as error:
-                delay = self.queue.retry(key)
-                self.metrics.reconcile_errors.inc()
-                log.warning(
-                    "reconcile of %s failed (%s); retrying in %.1fs",
-                    key,
-                    error,
-                    delay,
-                    exc_info=log.isEnabledFor(logging.DEBUG),
-                )
-            else:
-                self.queue.forget(key)
-                if plan.requeue_after_s is not None:
-                    self.queue.add_after(key, plan.requeue_after_s)
+                self.process(key)
             finally:
                 self.queue.done(key)
                 self.metrics.queue_depth.set(self.queue.depth())
+
+    def process(self, key: p.AppKey) -> Plan | None:
+        """One reconcile of the application, as a worker runs it. A fault (of yuniplace's own: what users
+        write is validated, and told, before it gets here) is logged with its trace, counted by stage and
+        told once on the gang, which is held as it is and tried again after a backoff; None then."""
+        try:
+            plan = self.reconcile(key)
+        except Exception as error:
+            delay = self.queue.retry(key)
+            stage = faults.stage_of(error)
+            self.metrics.reconcile_errors.inc()
+            self.metrics.internal_errors.labels(stage).inc()
+            log.exception("reconcile of %s failed (%s); held as it is, retrying in %.1fs", key, error, delay)
+            self._tell_fault(key, stage, error, delay)
+            return None
+        self.queue.forget(key)
+        with self._lock:
+            self._faults_told.pop(key, None)
+        if plan.requeue_after_s is not None:
+            self.queue.add_after(key, plan.requeue_after_s)
+        return plan
+
+    def _tell_fault(self, key: p.AppKey, stage: str, error: Exception, retry_in_s: float) -> None:
+        """An InternalError event on the gang (its originator, else its first pod), once for a run of
+        faults at one stage: its users learn the gang waits on yuniplace, not on their task groups."""
+        with self._lock:
+            if self._faults_told.get(key) == stage:
+                return
+            self._faults_told[key] = stage
+        pods = self.store.app_pods(key)
+        try:
+            told = self._application(key).originator
+        except Exception:  # noqa: BLE001 - reading the gang may be the fault itself: its first pod is told
+            told = None
+        told = told or (pods[0] if pods else None)
+        if told is not None:
+            self.recorder.record(told, Reason.INTERNAL_ERROR, faults.note(stage, error, retry_in_s))
 
     def start(self) -> None:
         """Start watching. Every replica watches, leader or not, so a standby is ready (its store
