@@ -18,7 +18,7 @@ settings.load_profile("shared-machine")
 # The search for inputs that make one of yuniplace's own steps raise (test_internal_steps_property.py):
 # a fixed budget, the same examples on every run, so that CI never fails on a draw of its own.
 settings.register_profile(
-    "internal-steps", settings.get_profile("shared-machine"), max_examples=100, derandomize=True, database=None
+    "internal-steps", settings.get_profile("shared-machine"), max_examples=200, derandomize=True, database=None
 )
 
 
