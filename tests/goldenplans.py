@@ -14,7 +14,8 @@ of the planner's code that changes any decision fails the test that made it, wit
     YUNIPLACE_PLANS=record scripts/venv-python -m pytest -n 2 tests/unit
 
 A test that makes its plans from random inputs (a property test) is neither recorded nor checked. A test
-not recorded yet (a new one) is not checked; its plans are counted apart in the summary.
+that makes plans and has no record (a new one) fails, saying how to record it: no plan goes unchecked. A
+test that fails is never recorded (its record, if any, stays as it was), and the summary counts them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ DATA = Path(__file__).parent / "unit" / "data" / "plans.jsonl"
 PARTS = DATA.parent / "plans.parts"
 MODE_VARIABLE = "YUNIPLACE_PLANS"
 CHECKED = "golden plans checked"  # the user property each test reports its count under
-UNRECORDED = "golden plans unrecorded"
+REFUSED = "golden plans of failing tests not recorded"
+RECORD = f"{MODE_VARIABLE}=record scripts/venv-python -m pytest -n 2 tests/unit"
 
 
 def mode() -> str:
@@ -188,6 +190,30 @@ def check(watch: Watch) -> str | None:
         if before != now:
             return difference(watch.test, index, before, now)
     return None
+
+
+def unrecorded(watch: Watch) -> str:
+    """Why a test that made plans and has no record fails."""
+    return (
+        f"{watch.test} made {len(watch.plans)} plan(s) and has no golden record: every plan is checked; once "
+        f"its plans are as meant, record them ({RECORD} -k {watch.test.rpartition('::')[2].partition('[')[0]}) and commit "
+        f"{DATA.relative_to(DATA.parents[3])}"
+    )
+
+
+def conclude(watch: Watch, mode: str, passed: bool) -> tuple[str | None, str | None]:
+    """What becomes of a test's plans at its end, and so of the test: in record mode, its plans are
+    kept if it passed, and refused if it failed; else they are checked against its record, and one with
+    no record fails. Returns the property its plans are counted under (None: not counted) and why the
+    test fails (None: it does not)."""
+    if mode == "record":
+        if passed:
+            keep(watch)
+            return None, None
+        return (REFUSED if watch.plans else None), None
+    if recorded(watch.test) is None:
+        return None, unrecorded(watch) if watch.plans else None
+    return CHECKED, check(watch)
 
 
 def keep(watch: Watch) -> None:

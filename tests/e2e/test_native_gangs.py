@@ -7,6 +7,7 @@ spec.workloadRef; 1.36: a Workload, a PodGroup and spec.schedulingGroup; 1.37: a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,9 +36,10 @@ from tests.e2e.support import (
 from tests.e2e.test_queues import configured, waiting
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
-from yuniplace.kube import workloadapi
+from yuniplace.gang import pods as p
+from yuniplace.kube import NotFound, workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, wait_until
-from yuniplace.localcluster.components import Features
+from yuniplace.localcluster.components import LINGERS_ANNOTATION, Features
 
 pytestmark = pytest.mark.every_version
 
@@ -496,6 +498,66 @@ def test_a_reclaim_takes_a_native_gang_whole(
         if e["involvedObject"]["name"].startswith("borrower-")
     ]
     assert preempted and "evicting its 3 pods" in preempted[0]["message"], preempted
+
+
+def test_a_native_gang_restarted_whole_gates_its_new_members_until_the_new_attempt_is_admitted(
+    native_cluster: Cluster,
+    native_namespace: str,
+    native_controller: ControllerProcess,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """A native gang of 4 pods of 3 CPUs takes most of the cluster's two nodes of 8 and runs. It is restarted whole:
+    its pods are deleted and stay terminating, slow to stop, the old attempt's record (Running) still on
+    its originator, while its owner makes the new attempt's 4 pods in the same pod group. Each is gated by
+    the webhook (the record of an attempt being stopped admits nothing) and stays gated and unbound, the
+    new attempt waiting for room, until the old pods are gone: then the new attempt is admitted and bound
+    whole."""
+    cluster, namespace = native_cluster, native_namespace
+    put_queues(cluster, namespace, queues_yaml("- name: shared"))
+    configured(cluster, namespace, "QueuesApplied")
+    member = native_group(cluster, namespace, "restart", 4)
+    old = [f"restart-old-{i}" for i in range(4)]
+    try:
+        with NamespaceRecorder(cluster.client, namespace) as recorder:
+            whole = Whole(recorder, {"restart-new": 4})
+            for name in old:
+                pod = member(make_pod(name, cpu="3", memory="1Gi", labels=QUEUE))
+                pod["metadata"]["annotations"][LINGERS_ANNOTATION] = "true"
+                pod["spec"]["terminationGracePeriodSeconds"] = 30  # 0 would delete it at once, without a kubelet
+                cluster.create_pod(namespace, pod)
+            bound(cluster, namespace, old)
+            app = workloadapi.app_id(served(cluster), "restart")
+            wait_until(
+                lambda: {r["application"]: r for r in status(cluster, "-n", namespace)}[app]["state"] == "Running",
+                WAIT_S,
+            )
+            for name in old:  # restarted whole: every pod of the old attempt goes, slowly
+                cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", {})
+            for name in old:
+                cluster.wait_pod(namespace, name, lambda pod: bool(pod["metadata"].get("deletionTimestamp")))
+            new = native_pods(cluster, namespace, member, "restart-new", 4, cpu="3")
+            held_throughout(cluster, namespace, new)  # gated by the webhook
+            note = waiting(cluster, namespace, "restart-new", "waiting for free capacity")
+            held_throughout(cluster, namespace, new)
+            record = [p.annotations_of(cluster.get_pod(namespace, name) or {}).get(keys.STATE) for name in old]
+            release_lingering(cluster, namespace, old)
+            bound(cluster, namespace, new)
+            gates = {name: sorted(recorder.gates_seen[name]) for name in new}
+    finally:
+        release_lingering(cluster, namespace, old)
+    assert record[0] == "Running", record  # the old attempt's record was there all along
+    assert all(gates[name] == [keys.GATE] for name in new), gates
+    assert not whole.partial, whole.partial
+    record_property("figure", f"Kubernetes {kubernetes_version()}: a native gang restarted whole waited: {note}")
+
+
+def release_lingering(cluster: Cluster, namespace: str, names: list[str]) -> None:
+    """Let pods kept terminating (LINGERS_ANNOTATION) go."""
+    for name in names:
+        with contextlib.suppress(NotFound):
+            cluster.client.patch(
+                f"/api/v1/namespaces/{namespace}/pods/{name}", {"metadata": {"annotations": {LINGERS_ANNOTATION: None}}}
+            )
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "native" / "training-gang.yaml"

@@ -13,6 +13,17 @@ from yuniplace.controller.lifecycle import dispatch
 goldenplans.hook(dispatch, "run")
 
 
+REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """Each phase's report, kept on the test for its golden plans to know whether it passed."""
+    report: pytest.TestReport = yield
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+    return report
+
+
 @pytest.fixture(autouse=True)
 def golden_plans(request: pytest.FixtureRequest) -> Iterator[None]:
     mode = goldenplans.mode()
@@ -22,13 +33,10 @@ def golden_plans(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     with goldenplans.watching(node.nodeid) as watch:
         yield
-    if mode == "record":
-        goldenplans.keep(watch)
-        return
-    if goldenplans.recorded(watch.test) is None:
-        node.user_properties.append((goldenplans.UNRECORDED, len(watch.plans)))
-        return
-    node.user_properties.append((goldenplans.CHECKED, len(watch.plans)))
-    difference = goldenplans.check(watch)
-    if difference is not None:
-        pytest.fail(difference, pytrace=False)
+    reports = node.stash.get(REPORTS, {})
+    passed = all(reports[when].passed for when in ("setup", "call") if when in reports)
+    counted, failure = goldenplans.conclude(watch, mode, passed)
+    if counted is not None:
+        node.user_properties.append((counted, len(watch.plans)))
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)

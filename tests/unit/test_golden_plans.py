@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests import goldenplans
 from yuniplace.controller.plan import Event, Plan
 from yuniplace.gang import pods as p
@@ -52,3 +54,29 @@ def test_a_plan_that_differs_from_its_record_is_named_with_the_difference() -> N
         assert goldenplans.check(watch) is None
     finally:
         goldenplans._records = None
+
+
+def test_a_test_that_makes_plans_and_has_no_record_fails_naming_how_to_record_it() -> None:
+    watch = goldenplans.Watch("tests/unit/t.py::test_new[case]")
+    goldenplans._records = {}
+    try:
+        assert goldenplans.conclude(watch, "check", passed=True) == (None, None)  # no plan, nothing to check
+        watch.seen(a_plan())
+        counted, failure = goldenplans.conclude(watch, "check", passed=True)
+        assert counted is None and failure is not None
+        assert "has no golden record" in failure and f"{goldenplans.RECORD} -k test_new)" in failure
+        goldenplans._records = {watch.test: watch.plans}
+        assert goldenplans.conclude(watch, "check", passed=True) == (goldenplans.CHECKED, None)
+    finally:
+        goldenplans._records = None
+
+
+def test_the_plans_of_a_failing_test_are_never_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(goldenplans, "PARTS", tmp_path / "parts")
+    failing, passing = goldenplans.Watch("t.py::test_failing"), goldenplans.Watch("t.py::test_passing")
+    failing.seen(a_plan("creating 2 placeholder pods"))
+    passing.seen(a_plan())
+    assert goldenplans.conclude(failing, "record", passed=False) == (goldenplans.REFUSED, None)
+    assert goldenplans.conclude(passing, "record", passed=True) == (None, None)
+    kept = {test for part in (tmp_path / "parts").glob("*.jsonl") for test in goldenplans.load(part)}
+    assert kept == {"t.py::test_passing"}

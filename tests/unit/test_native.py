@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 
 from tests import builders
+from yuniplace.controller.lifecycle.table import TRANSITIONS, Trigger
 from yuniplace.controller.observe import observe, observed_state
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
@@ -132,6 +133,24 @@ def test_its_state_follows_what_kube_scheduler_bound() -> None:
     started = app_of([member(f"w-{i}", node="n1", **GROUP_REF) for i in range(3)], POD_GROUP)
     assert observed_state(started) == AppState.RUNNING
     assert observed_state(app_of([], POD_GROUP)) == AppState.COMPLETED
+
+
+def test_a_change_of_where_it_stands_goes_through_the_transitions_table() -> None:
+    """From the state it was last seen in; first seen, it is where it stands, with no move."""
+    pending = app_of([member(f"w-{i}", **GROUP_REF) for i in range(3)], POD_GROUP)
+    started = app_of([member(f"w-{i}", node="n1", **GROUP_REF) for i in range(3)], POD_GROUP)
+    first, _ = observe(started, None, None)
+    assert first.state == AppState.RUNNING and first.transition is None
+    bound, _ = observe(started, None, None, before=AppState.PENDING)
+    assert bound.transition == (AppState.PENDING, AppState.RUNNING) and not bound.annotate
+    unbound, _ = observe(pending, None, None, before=AppState.RUNNING)
+    assert unbound.transition == (AppState.RUNNING, AppState.PENDING)
+    ended, _ = observe(app_of([], POD_GROUP), None, None, before=AppState.RUNNING)
+    assert ended.transition == (AppState.RUNNING, AppState.COMPLETED) and ended.forget
+    assert all(
+        TRANSITIONS[(plan.current, trigger)].to == plan.state
+        for plan, trigger in ((bound, Trigger.BOUND), (unbound, Trigger.UNBOUND), (ended, Trigger.ENDED))
+    )
 
 
 def test_an_event_only_when_where_it_stands_changes_and_nothing_written() -> None:

@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from tests import builders
+from tests.fakeapi import FakeApi
 from tests.unit import test_gang_admission as gang_admission
 from tests.unit.test_admission import patch_of, review
 from tests.unit.test_queue_admission import NOW, Queues, cores, nodes
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Ticket, Waiting
+from yuniplace.controller.controller import Controller
 from yuniplace.controller.lifecycle import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -339,3 +341,27 @@ def test_a_basic_policy_group_held_is_let_go_at_once() -> None:
     plan = plan_of(application([native("trainer", 0)], basic), None, time.time())
     assert [p.name(m) for m in plan.ungate] == ["trainer-0"]
     assert "no gang policy" in plan.events[0].note
+
+
+@pytest.mark.parametrize("left", ["terminating", "ended"])
+def test_only_the_current_attempts_record_lets_a_new_member_through_ungated(left: str) -> None:
+    """A native gang restarted whole: its last attempt's originator still carries that attempt's record
+    (Running) while it terminates, or once ended; a member of the new attempt is gated all the same, until
+    the new attempt is admitted and its own originator carries a record."""
+    running = {keys.STATE: AppState.RUNNING.value}
+    old = native("trainer", 0, gated=False, node="n1", annotations=running)
+    if left == "terminating":
+        old["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    else:
+        old["status"]["phase"] = "Failed"
+    new = [native("trainer", 10 + i) for i in range(2)]
+    controller = Controller(FakeApi(), admission=False)  # type: ignore[arg-type]
+    try:
+        controller.store.replace([old, *new])
+        joining = native("trainer", 12, gated=False)
+        assert not controller.admits_native(joining)
+        admitted = native("trainer", 10, annotations=running)  # the new attempt's originator, admitted
+        controller.store.upsert({**admitted, "metadata": {**admitted["metadata"], "resourceVersion": "2"}})
+        assert controller.admits_native(joining)
+    finally:
+        controller.close()

@@ -35,7 +35,7 @@ from yuniplace.admission.growth import Growth
 from yuniplace.admission.line import line
 from yuniplace.admission.room import ClusterRoom
 from yuniplace.admission.snapshot import Placing, Snapshot, Sources
-from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
+from yuniplace.admission.tickets import Faulted, Granted, Ticket, Undecided, Waiting
 from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import pods as p
 from yuniplace.gang.taskgroups import Limits
@@ -149,6 +149,16 @@ class Admission:
             announce = self._announced.get(key) != ticket.message
             self._announced[key] = ticket.message
             return replace(ticket, announce=announce)
+        if isinstance(ticket, Faulted):
+            # Held through a fault of admission's own: decided again once its retry is due (asked for
+            # by its reconcile then), and announced once for a run of faults.
+            if self._clock() >= ticket.retry_at:
+                self._asked.add(key)
+                self._due.set()
+            said = f"fault: {ticket.stage}"
+            announce = self._announced.get(key) != said
+            self._announced[key] = said
+            return replace(ticket, announce=announce)
         self._announced.pop(key, None)
         return ticket
 
@@ -225,9 +235,14 @@ class Admission:
             self._asked.clear()
         # 1. The snapshot, read once.
         placing = self._queues.placing()
-        snapshot = self._sources.read(placing, now, watched=memory.reclaiming)
+        faults = {key: ticket for key, ticket in memory.tickets.items() if isinstance(ticket, Faulted)}
+        snapshot = self._sources.read(placing, now, watched=memory.reclaiming, faults=faults)
         # 2. The decision, over the snapshot alone.
         decided = decide(snapshot, self._rules, memory)
+        if self._metrics is not None:
+            for key, ticket in decided.tickets.items():
+                if isinstance(ticket, Faulted) and ticket != faults.get(key):  # met in this cycle
+                    self._metrics.internal_errors.labels(ticket.stage).inc()
         # 3. The results: the queues placement created, the tickets, and a wake for each that changed.
         placing.done()
         for key in self._publish(snapshot, decided, asked):

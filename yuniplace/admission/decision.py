@@ -17,7 +17,7 @@ from yuniplace.admission.domains import closest, first_required, place, shortfal
 from yuniplace.admission.growth import GrowingPool, is_coming
 from yuniplace.admission.line import units
 from yuniplace.admission.snapshot import IN_FLIGHT, App, Snapshot
-from yuniplace.admission.tickets import Granted, Refused, Ticket, Waiting
+from yuniplace.admission.tickets import DECIDE, Granted, Refused, Ticket, Waiting, faulted
 from yuniplace.devices.claims import ONE_DEVICE
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import PODS, Constraints, Need, Room
@@ -163,8 +163,8 @@ class Decided:
 
 def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory()) -> Decided:
     """Every waiting application's ticket, unit by unit in line, over one snapshot: a pure function of
-    its arguments. One application's bad data costs that application its admission, never the others
-    theirs."""
+    its arguments. A fault of yuniplace's own met deciding one unit holds that unit (Faulted), never the
+    others."""
     apps = snapshot.apps
     granted = {
         key
@@ -183,12 +183,11 @@ def decide(snapshot: Snapshot, rules: AdmissionRules, memory: Memory = Memory())
     for unit in decision.guarantees_first(units(snapshot, rules.consent)):
         try:
             decision.decide(unit)
-        except Exception as error:
-            log.exception("admission cannot decide for %s", ", ".join(str(a.key) for a in unit))
+        except Exception as error:  # yuniplace's own fault, never its input's: the unit is held, not refused
+            log.exception("admission cannot decide for %s (a fault of its own)", ", ".join(str(a.key) for a in unit))
             for app in unit:
-                tickets[app.key] = Refused(
-                    Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
-                )
+                tickets[app.key] = faulted(DECIDE, error, memory.tickets.get(app.key), snapshot.now)
+                granted.discard(app.key)
     return Decided(
         tickets=tickets,
         granted=frozenset(granted),

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from yuniplace.admission.growth import Coming, Growth
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
-from yuniplace.admission.tickets import LeftToKubeScheduler, Refused
+from yuniplace.admission.tickets import SNAPSHOT, Faulted, LeftToKubeScheduler, Refused, faulted
 from yuniplace.devices.claims import (
     Kind,
     claim_names,
@@ -36,7 +36,6 @@ from yuniplace.gang.userinfo import UserInfo
 from yuniplace.queues.model import Amounts, Ordering, QueueConfig
 from yuniplace.queues.pools import Pool, confine, pool_of, pool_owners
 from yuniplace.queues.quota import NOBODY
-from yuniplace.runtime.events import Reason
 from yuniplace.runtime.store import PodStore
 
 log = logging.getLogger(__name__)
@@ -202,9 +201,9 @@ class Snapshot:
     now: float
     config: QueueConfig
     apps: Mapping[p.AppKey, App]  # the candidates: waiting to reserve, or holding room
-    # Applications that cannot be read or that no queue takes, and native gangs no queue holds: their
-    # tickets are these.
-    refused: Mapping[p.AppKey, Refused | LeftToKubeScheduler]
+    # Applications that no queue takes, native gangs no queue holds, and those admission could not read
+    # through a fault of its own: their tickets are these.
+    refused: Mapping[p.AppKey, Refused | LeftToKubeScheduler | Faulted]
     room: RoomView
     empty: Room  # every node's whole allocatable room, as if nothing ran
     pods: Mapping[p.AppKey, Sequence[str]] = field(default_factory=dict)  # each application's pods (uids)
@@ -266,10 +265,17 @@ class Sources:
     growth: Growth | None = None  # an autoscaler's node pools, where it runs
     devices: DeviceInventory | None = None  # the cluster's DRA devices, where it serves the API
 
-    def read(self, placing: Placing, now: float, watched: Iterable[p.AppKey] = ()) -> Snapshot:
+    def read(
+        self,
+        placing: Placing,
+        now: float,
+        watched: Iterable[p.AppKey] = (),
+        faults: Mapping[p.AppKey, Faulted] = {},
+    ) -> Snapshot:
         """The snapshot of this moment: the room first, then the applications, as the room sees their
         pods. `watched`: applications whose pods admission follows though they may be no candidates
-        (those whose room is being taken back)."""
+        (those whose room is being taken back). `faults`: applications admission last failed on through
+        a fault of its own; each is held as it is until its retry is due, then read again."""
         there = self.room.view()  # the nodes there are, which queues' pools and shares count
         view, empty = there, self.room.empty_room()
         coming = self.growth.coming(self.room.has_node) if self.growth is not None else Coming()
@@ -277,7 +283,7 @@ class Sources:
             view, empty = there.with_coming(coming.nodes), there.whole_room(coming.nodes)
         config = placing.config
         apps: dict[p.AppKey, App] = {}
-        refused: dict[p.AppKey, Refused | LeftToKubeScheduler] = {}
+        refused: dict[p.AppKey, Refused | LeftToKubeScheduler | Faulted] = {}
         pods_of: dict[p.AppKey, Sequence[str]] = {}
         applications = self.store.keys()
         for key in applications:
@@ -289,13 +295,15 @@ class Sources:
                 p.is_placeholder(pod) or (p.uid(pod) not in view.takes and not p.is_terminal(pod)) for pod in pods
             ):
                 continue
+            fault = faults.get(key)
+            if fault is not None and now < fault.retry_at:
+                refused[key] = fault
+                continue
             try:
                 app = self._app(key, pods, view, now, placing)
-            except Exception as error:
-                log.exception("admission cannot evaluate %s", key)
-                refused[key] = Refused(
-                    Reason.TASK_GROUPS_ERROR, f"admission cannot evaluate this application ({type(error).__name__})"
-                )
+            except Exception as error:  # yuniplace's own fault: its input's are read into Application.problem
+                log.exception("admission cannot read %s (a fault of yuniplace's own); it is held", key)
+                refused[key] = faulted(SNAPSHOT, error, fault, now)
                 continue
             if isinstance(app, (Refused, LeftToKubeScheduler)):
                 refused[key] = app
@@ -308,15 +316,11 @@ class Sources:
         if self.devices is not None and any(app.device_kinds for app in apps.values()):
             try:
                 view, empty, apps = self._with_devices(self.devices, view, apps)
-            except Exception:
-                # The devices of gangs that ask for some cannot be counted: they wait; the others go on.
-                log.exception("admission cannot count DRA devices")
-                apps = {
-                    key: replace(app, device_note="yuniplace failed to count DRA devices (its own fault, logged)")
-                    if app.device_kinds
-                    else app
-                    for key, app in apps.items()
-                }
+            except Exception as error:  # yuniplace's own fault: the gangs waiting for devices are held
+                log.exception("admission cannot count DRA devices (a fault of yuniplace's own); their gangs are held")
+                for key in [k for k, app in apps.items() if app.device_kinds and app.state == AppState.PENDING]:
+                    del apps[key]
+                    refused[key] = faulted(SNAPSHOT, error, faults.get(key), now)
         config = placing.config  # with the queues placement created
         return Snapshot(
             now=now,

@@ -62,10 +62,38 @@ class LeftToKubeScheduler:
 
 
 @dataclass(frozen=True)
+class Faulted:
+    """Admission failed on the application through a fault of yuniplace's own (an error in reading it for
+    the cycle, `stage` "snapshot", or in deciding, "decide"), not of its input: it is neither refused nor
+    admitted but held as it is, gated, and decided again from `retry_at` (a backoff that doubles with each
+    fault in a row, `faults`). `error` names the exception; its trace is in the controller's log.
+    `announce` when the fault is news worth an event (once for a run of faults)."""
+
+    stage: str
+    error: str
+    faults: int = 1
+    retry_at: float = 0.0
+    announce: bool = True
+
+
+SNAPSHOT, DECIDE = "snapshot", "decide"  # the stages of admission a fault is met in
+FAULT_RETRY_S = 1.0  # the first wait after an admission fault, doubled with each fault in a row
+MAX_FAULT_RETRY_S = 60.0
+
+
+def faulted(stage: str, error: BaseException, before: object, now: float) -> Faulted:
+    """The ticket of an application admission failed on at `now`; `before`, its last ticket (a fault
+    in a row waits longer)."""
+    faults = before.faults + 1 if isinstance(before, Faulted) else 1
+    wait = min(MAX_FAULT_RETRY_S, FAULT_RETRY_S * 2.0 ** (faults - 1))
+    return Faulted(stage, type(error).__name__, faults, now + wait)
+
+
+@dataclass(frozen=True)
 class Undecided:
     """Admission has not decided about the application yet (it is new, or changed after the last cycle
     read it): its next cycle will, and wakes it. Nothing about the application changes meanwhile, its
     queue clock included."""
 
 
-Ticket = Granted | Waiting | Refused | LeftToKubeScheduler | Undecided
+Ticket = Granted | Waiting | Refused | LeftToKubeScheduler | Faulted | Undecided

@@ -1,22 +1,28 @@
 """Carries a plan out against the API: placeholders created and deleted, real pods swapped in,
-released or failed, the originator's state written, events posted.
+released or failed, the originator's state written, then events posted.
 
 Independent writes of one plan run concurrently (a 1 000-member gang is 3 000 swap writes); each
-answer goes straight into the store so the next reconcile sees the controller's own changes.
+answer goes straight into the store so the next reconcile sees the controller's own changes. A write
+that fails stops the plan where it is; each event is posted only once the writes it announces are done
+(ANNOUNCES), so no event tells of a write that did not happen.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from yuniplace.controller.faults import PartlyApplied
 from yuniplace.controller.landings import Landings
-from yuniplace.controller.plan import Failure, Plan, Swap
+from yuniplace.controller.plan import Event, Failure, Plan, Swap
 from yuniplace.controller.podgroups import status_path
 from yuniplace.devices.claims import DRA_API
 from yuniplace.gang import keys, topology, watched
@@ -36,7 +42,7 @@ from yuniplace.kube import (
     NotFound,
     TooManyRequests,
 )
-from yuniplace.runtime.events import EventRecorder
+from yuniplace.runtime.events import EventRecorder, Reason
 from yuniplace.runtime.metrics import Metrics
 from yuniplace.runtime.store import PodStore
 
@@ -73,6 +79,112 @@ class Refusals:
 
 PREFERENCE_WEIGHT = 100
 FORBIDDEN = "the API forbids yuniplace to"  # how a refusal for want of a permission begins
+
+
+class Write(enum.Enum):
+    """A kind of write a plan asks for, as its events announce them and a plan applied in part says them."""
+
+    RECORD = "its record"
+    CREATE = "placeholders created"
+    DELETE = "placeholders deleted"
+    SWAP = "members swapped in or started"
+    UNGATE = "gates lifted"
+    FAIL = "pods failed"
+    MARK = "pods marked timed out"
+    EVICT = "pods evicted"
+
+
+W = Write
+# The writes each event of a plan announces, beyond the gang's record (which every event waits for): it is
+# posted once they are all done. A reason not named here announces every write of its plan; one named
+# with none tells what was seen, not what is written.
+ANNOUNCES: Mapping[Reason, frozenset[Write]] = {
+    **{
+        reason: frozenset()
+        for reason in (
+            Reason.TASK_GROUP_MATCH,
+            Reason.TASK_GROUP_WARNING,
+            Reason.INTERNAL_ERROR,
+            Reason.PLACEHOLDER_ALLOCATED,
+            Reason.GANG_RESERVATION_COMPLETE,
+            Reason.GANG_WAITING,
+            Reason.GANG_EXCEEDS_CAPACITY,
+            Reason.GANG_GROUP_WAITING,
+            Reason.GANG_DEGRADED,
+            Reason.GANG_RECOVERED,
+            Reason.GANG_BACKING_OFF,
+            Reason.GANG_DEVICES,
+        )
+    },
+    Reason.CREATING_PLACEHOLDERS: frozenset({W.CREATE}),
+    Reason.GANG_STARTING: frozenset({W.SWAP, W.UNGATE}),
+    Reason.NATIVE_GANG: frozenset({W.UNGATE}),
+    Reason.TASK_GROUP_RESOURCE_MISMATCH: frozenset({W.DELETE, W.UNGATE}),
+    Reason.TASK_GROUPS_ERROR: frozenset({W.DELETE, W.UNGATE, W.FAIL}),
+    Reason.GANG_SCHEDULING_FAILED: frozenset({W.DELETE, W.UNGATE}),
+    Reason.APPLICATION_FAILED: frozenset({W.DELETE, W.FAIL, W.EVICT}),
+    Reason.PLACEHOLDER_TIMEOUT: frozenset({W.DELETE}),
+    Reason.GANG_RESERVATION_RELEASED: frozenset({W.DELETE}),
+    Reason.PLACEHOLDERS_REFUSED: frozenset({W.DELETE}),
+    Reason.GANG_TIMED_OUT: frozenset({W.DELETE, W.MARK}),
+    Reason.GANG_PREEMPTED: frozenset({W.DELETE, W.EVICT}),
+    Reason.GANG_RESTARTING: frozenset({W.DELETE, W.EVICT}),
+    Reason.GANG_RELEASED: frozenset({W.DELETE, W.EVICT}),
+}
+
+
+class Progress:
+    """What of a plan's writes are done, by kind, counted as each write returns (from many threads)."""
+
+    def __init__(self, plan: Plan) -> None:
+        asked = {
+            W.RECORD: 1 if plan.annotate and plan.originator is not None else 0,
+            W.CREATE: len(plan.create),
+            W.DELETE: len(plan.delete),
+            W.SWAP: len(plan.swaps),
+            W.UNGATE: len(plan.ungate),
+            W.FAIL: len(plan.fail),
+            W.MARK: len(plan.mark_timed_out) if plan.timed_out_mark is not None else 0,
+            W.EVICT: len(plan.evict),
+        }
+        self.asked = {kind: count for kind, count in asked.items() if count}
+        self.done: Counter[Write] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, kind: Write, times: int = 1) -> None:
+        with self._lock:
+            self.done[kind] += times
+
+    def counting(
+        self, kind: Write, function: Callable[[Any], Any], done: Callable[[Any], bool] = lambda _result: True
+    ) -> Callable[[Any], Any]:
+        """`function`, counting each call that returns as a write of `kind` done (`done`: whether its
+        result says so; a placeholder the API refused to create is none)."""
+
+        def counted(item: Any) -> Any:
+            result = function(item)
+            if done(result):
+                self.count(kind)
+            return result
+
+        return counted
+
+    def complete(self, kinds: Iterable[Write]) -> bool:
+        return all(self.done[kind] >= self.asked.get(kind, 0) for kind in kinds)
+
+    def announced(self, event: Event) -> bool:
+        """Whether every write the event announces is done (see ANNOUNCES)."""
+        return self.complete({W.RECORD, *ANNOUNCES.get(event.reason, Write)})
+
+    def said(self) -> str:
+        """What was done and what not, as a user reads it."""
+        parts = []
+        for kind, asked in self.asked.items():
+            if kind is W.RECORD:
+                parts.append("its record " + ("written" if self.done[kind] else "not written"))
+            else:
+                parts.append(f"{self.done[kind]} of {asked} {kind.value}")
+        return ", ".join(parts)
 
 
 def _marker_ops(pod: Pod, marker: tuple[str, str]) -> list[dict[str, Any]]:
@@ -190,13 +302,29 @@ class Executor:
         return [f.result() for f in futures]
 
     def apply(self, plan: Plan) -> Refusals:
-        """Carry the plan out; return what the API refused: to create its placeholders (a quota, an
-        admission policy), or to evict its pods (a PodDisruptionBudget), for the controller to decide
-        what that means."""
-        # Events first: they announce what the writes below do, and kubectl get events -w then
-        # reads in order (a member's PlaceholderSwapped, posted when it binds, comes after).
+        """Carry the plan out, then post its events; return what the API refused: to create its
+        placeholders (a quota, an admission policy), or to evict its pods (a PodDisruptionBudget), for the
+        controller to decide what that means. A write that fails stops the plan there: the events of what
+        was done are posted, none of the rest, and PartlyApplied says what was done (the gang's next look
+        makes the rest again)."""
+        progress = Progress(plan)
+        try:
+            refused = self._write(plan, progress)
+        except Exception as error:
+            self._announce(plan, progress)
+            raise PartlyApplied(progress.said(), error) from error
+        self._announce(plan, progress)
+        return refused
+
+    def _announce(self, plan: Plan, progress: Progress) -> None:
+        """Post each event whose writes are done, in the plan's order. After the writes, a member's
+        PlaceholderSwapped (posted when it binds) may seldom come before its gang's GangStarting or
+        GangReservationComplete; never an event before what it tells of."""
         for event in plan.events:
-            self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)
+            if progress.announced(event):
+                self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)
+
+    def _write(self, plan: Plan, progress: Progress) -> Refusals:
         direct = [swap for swap in plan.swaps if swap.direct]
         # Whether the swaps are nominated is known first where the record may ride in a nomination,
         # else only once the plan's other writes are done, as close as may be to the swaps.
@@ -207,9 +335,11 @@ class Executor:
             # First (or with the originator's nomination: see _record_carrier), so a controller restarted
             # after any later step knows the reservation began.
             self._annotate(plan.originator, plan.annotate)
-        claims_kept, kept = False, []
-        refusals = [why for why in self._each(self._create, plan.create) if why is not None]
-        self._each(lambda pod: self._delete(pod, "released"), plan.delete)
+            progress.count(W.RECORD)
+        created = self._each(progress.counting(W.CREATE, self._create, lambda why: why is None), plan.create)
+        refusals = [why for why in created if why is not None]
+        self._each(progress.counting(W.DELETE, lambda pod: self._delete(pod, "released")), plan.delete)
+        kept: list[str | None] = []  # why each swap waits for its DRA claims to be handed over (None: it went)
         # Nominations guard the freed room against pods waiting to be scheduled; when none waits
         # (the controller sees every pod), nothing can take it, and the swap saves that write.
         for swap in plan.swaps:
@@ -224,37 +354,45 @@ class Executor:
             # batch still holds room it is nominated to, which would make the two count twice there.
             # A seat holds nothing until its member's nomination does: a pod kube-scheduler took up
             # before it saw the nominations may have taken one, so members started directly are
-            # released only once the seats are seen to hold (else they stay nominated, and gated).
+            # released only once the seats are seen to hold (else they stay nominated, and gated, which
+            # counts as done: their gang is started, its next look releases them).
             carried = p.uid(carrier.member) if carrier is not None else None
 
             def nominate(swap: Swap) -> int:
-                return self._nominate(swap, plan.annotate if p.uid(swap.member) == carried else None)
+                version = self._nominate(swap, plan.annotate if p.uid(swap.member) == carried else None)
+                if p.uid(swap.member) == carried:
+                    progress.count(W.RECORD)
+                return version
 
             version = max(self._each(nominate, plan.swaps), default=0)
             held = bool(direct) and not self._seats_hold(plan.key, direct, version)
             going = [swap for swap in plan.swaps if not (held and swap.direct)]
             kept = self._each(self._hand_over_claims, going)
-            claims_kept = any(why is not None for why in kept)
             going = [swap for swap, why in zip(going, kept, strict=True) if why is None]
+            # Held seats, and swaps waiting for their claims, count as done: their gang is reserved or
+            # started, and its next look completes them.
+            progress.count(W.SWAP, len(plan.swaps) - len(going))
             self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in going if s.placeholder])
-            self._each(lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())), going)
+            release = progress.counting(W.SWAP, lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())))
+            self._each(release, going)
         else:
             # Steered, not nominated, each member counts only once it is released, on the node its own
             # placeholder has just left: each swap goes at its own pace, and the first members are
             # bound while the last placeholders are still being deleted.
-            kept = self._each(lambda s: self._swap_steered(s, pins.get(p.uid(s.member), ())), plan.swaps)
-            claims_kept = any(why is not None for why in kept)
-        self._each(lambda pod: self._ungate(pod, pins=pins.get(p.uid(pod), ())), plan.ungate)
-        self._each(self._fail, plan.fail)
+            steer = progress.counting(W.SWAP, lambda s: self._swap_steered(s, pins.get(p.uid(s.member), ())))
+            kept = self._each(steer, plan.swaps)
+        ungate = progress.counting(W.UNGATE, lambda pod: self._ungate(pod, pins=pins.get(p.uid(pod), ())))
+        self._each(ungate, plan.ungate)
+        self._each(progress.counting(W.FAIL, self._fail), plan.fail)
         if plan.timed_out_mark is not None:
             mark: dict[str, str | None] = {plan.timed_out_mark: "true"}
-            self._each(lambda pod: self._annotate(pod, mark), plan.mark_timed_out)
-        eviction = self._evict_all(plan.evict) if plan.evict else None
+            self._each(progress.counting(W.MARK, lambda pod: self._annotate(pod, mark)), plan.mark_timed_out)
+        eviction = self._evict_all(plan.evict, evicted=lambda: progress.count(W.EVICT)) if plan.evict else None
         api = pod_group_api([plan.originator] if plan.originator is not None else [])
         if plan.pod_group_status is not None and api is not None:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
-        forbidden = next((why for why in kept if why is not None and why.startswith(FORBIDDEN)), None) if kept else None
-        return Refusals(refusals[0] if refusals else None, eviction, held, claims_kept, forbidden)
+        forbidden = next((why for why in kept if why is not None and why.startswith(FORBIDDEN)), None)
+        return Refusals(refusals[0] if refusals else None, eviction, held, any(kept), forbidden)
 
     def _nominates(self, plan: Plan, direct: list[Swap]) -> bool:
         """Whether the plan's swaps go as a nominated batch: members started directly, or room a swap
@@ -273,9 +411,10 @@ class Executor:
         originator = p.uid(plan.originator)
         return next((s for s in plan.swaps if p.uid(s.member) == originator and s.marker is not None), None)
 
-    def _evict_all(self, pods: list[Pod]) -> str | None:
+    def _evict_all(self, pods: list[Pod], evicted: Callable[[], None] = lambda: None) -> str | None:
         """Evict every pod, or none: each eviction is tried as a dry run first, so that a
-        PodDisruptionBudget that forbids one of them leaves the whole gang running. Return why not."""
+        PodDisruptionBudget that forbids one of them leaves the whole gang running. Return why not;
+        `evicted` is called as each pod is."""
         for pod in pods:
             try:
                 self._client.request(
@@ -290,6 +429,7 @@ class Executor:
         # first: evicted after the others, one could be bound to the room they free and run alone.
         for pod in sorted(pods, key=lambda pod: bool(p.node_name(pod))):
             self._evict(pod)
+            evicted()
         return None
 
     def _evict(self, pod: Pod) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from yuniplace.admission.cycle import Admission
 from yuniplace.admission.decision import AdmissionRules
-from yuniplace.controller import lifecycle
+from yuniplace.controller import faults, lifecycle
 from yuniplace.controller.apply import Executor
 from yuniplace.controller.devicewatches import DeviceWatches
 from yuniplace.controller.landings import Landings
@@ -93,6 +93,7 @@ class Controller:
         self._announced_native: dict[p.AppKey, str] = {}  # what each native gang was last announced as
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
         self._claims_refused: dict[p.AppKey, str] = {}  # why the API refused a swap's DRA claims, as last said
+        self._faults_told: dict[p.AppKey, str] = {}  # the stage of each gang's run of faults, once told
         self._watch_progress = WatchProgress()
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
@@ -231,13 +232,16 @@ class Controller:
     def admits_native(self, pod: Mapping[str, Any]) -> bool:
         """Whether the pod joins a native gang its queue has admitted (its record on its originator, as
         this replica's store has it, whether or not it leads): the webhook then lets it through ungated,
-        for the gang plugin to hold with the rest. A wrong answer only costs a gate lifted a moment
-        later, by the gang's next reconcile."""
+        for the gang plugin to hold with the rest. Only the current attempt's record counts: the pods of
+        one the gang was restarted from, ended or still terminating, say nothing of the new one, whose
+        members stay gated until it is admitted. A "no" for an admitted gang only costs a gate lifted a
+        moment later, by the gang's next reconcile."""
         key = p.app_key(pod)
         if key is None:
             return False
         # Every pod creation of a held namespace asks, so it reads only the record, not the whole gang.
-        records = (p.annotations_of(member) for member in self.store.app_pods(key))
+        current = (m for m in self.store.app_pods(key) if not p.is_terminal(m) and not p.is_deleting(m))
+        records = (p.annotations_of(member) for member in current)
         states = (state_of(notes) for notes in records if keys.STATE in notes)
         return any(state in (AppState.RESERVED, AppState.RUNNING) for state in states)
 
@@ -292,8 +296,13 @@ class Controller:
         queue = placed or (app.queue if app.originator is not None else None)
         with self._lock:
             announced = self._announced_native.get(key)
-        plan, headline = observe(app, announced, queue, watched=self.pod_groups.native.version is not None)
-        self._executor.apply(plan)
+            before = self._states.get(key)
+        with faults.at(faults.PLAN):
+            plan, headline = observe(
+                app, announced, queue, before=before, watched=self.pod_groups.native.version is not None
+            )
+        with faults.at(faults.APPLY):
+            self._executor.apply(plan)
         with self._lock:
             if plan.forget:
                 self._announced_native.pop(key, None)
@@ -304,21 +313,27 @@ class Controller:
         return plan
 
     def reconcile(self, key: p.AppKey) -> Plan:
+        """Plan the application's next step and carry it out. A fault met on the way is raised as an
+        InternalError naming its stage (faults.py), for the worker to hold the gang and try again."""
         started, cpu_started = time.monotonic(), time.thread_time()
         with self._lock:
             self._last_reconciled[key] = (started, self._last_reconciled.get(key, (0.0, 0.0))[1])
-        app = self._application(key)
+        with faults.at(faults.READ):
+            app = self._application(key)
         if app.originator is not None and app.left_to_kube_scheduler:
             plan = self._observe_native(key, app)
             self._record(key, app, plan)
             return plan
-        around = self._surroundings(app)
+        with faults.at(faults.READ):
+            around = self._surroundings(app)
         with self._lock:
             refusal = self._refusals.pop(key, None)
         if refusal is not None:
             around = replace(around, ticket=None, refusal=refusal)
-        plan = lifecycle.make_plan(app, self._clock(), self._settings, around)
-        refused = self._executor.apply(plan)
+        with faults.at(faults.PLAN):
+            plan = lifecycle.make_plan(app, self._clock(), self._settings, around)
+        with faults.at(faults.APPLY):
+            refused = self._executor.apply(plan)
         if refused.placeholders is not None:
             # The API would not create its placeholders: the next reconcile, at once, gives the
             # reservation back, so its room is free for others.
@@ -400,6 +415,7 @@ class Controller:
                 self._last_reconciled.pop(key, None)
                 self._refusals.pop(key, None)
                 self._claims_refused.pop(key, None)
+                self._faults_told.pop(key, None)
                 self._seat_check.forget(key)
             else:
                 self._states[key] = plan.state
@@ -429,24 +445,47 @@ class Controller:
             if key is None:
                 return
             try:
-                plan = self.reconcile(key)
-            except Exception as error:
-                delay = self.queue.retry(key)
-                self.metrics.reconcile_errors.inc()
-                log.warning(
-                    "reconcile of %s failed (%s); retrying in %.1fs",
-                    key,
-                    error,
-                    delay,
-                    exc_info=log.isEnabledFor(logging.DEBUG),
-                )
-            else:
-                self.queue.forget(key)
-                if plan.requeue_after_s is not None:
-                    self.queue.add_after(key, plan.requeue_after_s)
+                self.process(key)
             finally:
                 self.queue.done(key)
                 self.metrics.queue_depth.set(self.queue.depth())
+
+    def process(self, key: p.AppKey) -> Plan | None:
+        """One reconcile of the application, as a worker runs it. A fault (of yuniplace's own: what users
+        write is validated, and told, before it gets here) is logged with its trace, counted by stage and
+        told once on the gang, which is held as it is and tried again after a backoff; None then."""
+        try:
+            plan = self.reconcile(key)
+        except Exception as error:
+            delay = self.queue.retry(key)
+            stage = faults.stage_of(error)
+            self.metrics.reconcile_errors.inc()
+            self.metrics.internal_errors.labels(stage).inc()
+            log.exception("reconcile of %s failed (%s); held as it is, retrying in %.1fs", key, error, delay)
+            self._tell_fault(key, stage, error, delay)
+            return None
+        self.queue.forget(key)
+        with self._lock:
+            self._faults_told.pop(key, None)
+        if plan.requeue_after_s is not None:
+            self.queue.add_after(key, plan.requeue_after_s)
+        return plan
+
+    def _tell_fault(self, key: p.AppKey, stage: str, error: Exception, retry_in_s: float) -> None:
+        """An InternalError event on the gang (its originator, else its first pod), once for a run of
+        faults at one stage: its users learn the gang waits on yuniplace, not on their task groups."""
+        with self._lock:
+            if self._faults_told.get(key) == stage:
+                return
+            self._faults_told[key] = stage
+        pods = self.store.app_pods(key)
+        try:
+            told = self._application(key).originator
+        except Exception:  # noqa: BLE001 - reading the gang may be the fault itself: its first pod is told
+            told = None
+        told = told or (pods[0] if pods else None)
+        if told is not None:
+            self.recorder.record(told, Reason.INTERNAL_ERROR, faults.note(stage, error, retry_in_s))
 
     def start(self) -> None:
         """Start watching. Every replica watches, leader or not, so a standby is ready (its store

@@ -6,6 +6,9 @@ started whole, or naming a pod group that does not exist.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from yuniplace.controller.lifecycle.table import Trigger, move
 from yuniplace.controller.plan import Event, Plan
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -27,15 +30,36 @@ def observed_state(app: Application) -> AppState:
     return AppState.PENDING
 
 
-def observe(app: Application, announced: str | None, queue: str | None, *, watched: bool = True) -> tuple[Plan, str]:
+# What takes a native gang from the state it was last seen in to the one it is seen in now.
+SEEN: Mapping[AppState, Trigger] = {
+    AppState.RUNNING: Trigger.BOUND,
+    AppState.PENDING: Trigger.UNBOUND,
+    AppState.COMPLETED: Trigger.ENDED,
+}
+
+
+def observe(
+    app: Application,
+    announced: str | None,
+    queue: str | None,
+    *,
+    before: AppState | None = None,
+    watched: bool = True,
+) -> tuple[Plan, str]:
     """The plan for a native gang (events only), and the headline it stands at, which the caller keeps:
-    an event is posted only when the headline differs from the one `announced` last. Where the cluster
-    serves no version of the API yuniplace reads (`watched` False, said in the log at start), its groups
-    are unknown, so nothing is said of them: a missing group could not be told from an unread one."""
+    an event is posted only when the headline differs from the one `announced` last. `before`: the state
+    it was last seen in (None: never, or not as a native gang), from which the table (table.py) carries it
+    to the one seen now. Where the cluster serves no version of the API yuniplace reads (`watched` False,
+    said in the log at start), its groups are unknown, so nothing is said of them: a missing group could
+    not be told from an unread one."""
     state = observed_state(app)
-    plan = Plan(app.key, state, app.originator, spec=app.spec, current=state, forget=state == AppState.COMPLETED)
+    current = before if before in (AppState.PENDING, AppState.RUNNING) else state
+    plan = Plan(app.key, current, app.originator, spec=app.spec, current=current)
+    if state != current:
+        move(plan, SEEN[state])
+    plan.forget = plan.state == AppState.COMPLETED
     originator = app.originator
-    if originator is None or state == AppState.COMPLETED or not watched:
+    if originator is None or plan.state == AppState.COMPLETED or not watched:
         return plan, state.value
     if app.problem is not None:
         headline = f"problem: {app.problem}"

@@ -124,6 +124,7 @@ class Plan:
     pod_group_status: dict[str, Any] | None = None  # a PodGroup's status, when it must change
     current: AppState = AppState.PENDING  # the state it was in
     outcomes: list[Outcome] = field(default_factory=list)
+    record_ends: bool = False  # its last move clears the originator's record (lifecycle/table.py)
 
     @property
     def transition(self) -> tuple[AppState, AppState] | None:

@@ -74,6 +74,16 @@ class Reason(enum.StrEnum):
         "pod",
         "invalid annotations, each problem with its field and value",
     )
+    INTERNAL_ERROR = (
+        "InternalError",
+        "Hold",
+        WARNING,
+        "originator (else the gang's first pod)",
+        "a fault of yuniplace's own, not of the gang's task groups, met admitting it, planning its next step or "
+        "carrying the plan out (which stage, the error's type, what of the plan was done): the gang is held as it is "
+        "(gated, nothing failed or released, no Soft fallback) and tried again after a backoff; said once for a run"
+        " of faults",
+    )
     CREATING_PLACEHOLDERS = (
         "CreatingPlaceholders",
         "Reserve",

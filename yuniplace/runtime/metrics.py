@@ -108,6 +108,14 @@ class Metrics:
         self.reconcile_errors = Counter(
             "yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r
         )
+        self.internal_errors = Counter(
+            "yuniplace_internal_errors_total",
+            "Faults of yuniplace's own met for one application, by stage (snapshot, decide: admission; plan; apply; "
+            "read: the application itself): the gang is held as it is, never failed or released, and tried again "
+            "after a backoff.",
+            ["stage"],
+            registry=r,
+        )
         self.events = Counter(
             "yuniplace_events_total", "Kubernetes Events posted, by type and reason.", ["type", "reason"], registry=r
         )

@@ -359,8 +359,10 @@ def test_a_failed_originator_of_a_restarting_gang_is_a_member_lost() -> None:
     ended(pods[0])
     ended(pods[2], "Running")  # the member that failed came back, as far as this test goes
     plan = plan_for(pods)
-    assert [p.name(pod) for pod in plan.evict] == ["exec-0", "exec-1"] and plan.state == AppState.RUNNING
-    assert plan.annotate[keys.STATE] is None  # the failed pod stays; the next attempt is another's
+    assert [p.name(pod) for pod in plan.evict] == ["exec-0", "exec-1"]
+    # The failed pod stays; its record is over (through the table), the next attempt is another's.
+    assert plan.state == AppState.PENDING and plan.transition == (AppState.RUNNING, AppState.PENDING)
+    assert plan.annotate[keys.STATE] is None
 
 
 def test_nothing_starts_in_a_gang_whose_originator_is_going() -> None:

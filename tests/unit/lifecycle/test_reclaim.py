@@ -100,3 +100,15 @@ def test_a_reclaimed_gang_whose_pods_are_on_their_way_out_is_left_alone() -> Non
     ]
     plan = plan_of(pods, reclaimed=RECLAIM)
     assert plan.state == AppState.RESERVING and plan.events == [] and plan.delete == []
+
+
+def test_a_reclaimed_gang_whose_record_says_it_runs_is_evicted_though_no_member_is_seated() -> None:
+    """Its record says Running (written by hand, or its members since gone) with none of its members
+    seated: it is a gang that started all the same, whose room is given back by evicting it, never taken
+    back to reserving (a move the table has not from Running)."""
+    pods = [driver(state=AppState.RUNNING, started=NOW - 60, gated=False), executor(0, gated=False)]
+    pods += all_placeholders(bound=True)
+    plan = plan_of(pods, reclaimed=RECLAIM)
+    assert plan.state == AppState.RUNNING and names(plan.evict) == ["driver", "exec-0"]
+    assert sorted(names(plan.delete)) == sorted(ph_name(g, i) for g, i in (("driver", 0), ("exec", 0), ("exec", 1)))
+    assert reasons(plan) == ["GangPreempted"]

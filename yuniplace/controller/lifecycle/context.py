@@ -62,6 +62,12 @@ class Context:
         assert self.app.originator is not None
         return self.app.originator
 
+    def started(self) -> bool:
+        """Whether the gang got past its reservation: a member seated, or its record says it runs (which
+        it may with no member seated: written by hand, or its members since gone). Nothing takes a gang
+        that runs back to reserving: its room is given back by evicting it."""
+        return self.app.state == AppState.RUNNING or self.app.started()
+
     def event(self, pod: Pod, reason: Reason, note: str, kind: str = "") -> None:
         self.plan.events.append(Event(pod, reason, note, kind))
 

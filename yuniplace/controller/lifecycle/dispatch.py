@@ -89,6 +89,8 @@ FOLLOWS: Mapping[Trigger, FollowUp] = {
     Trigger.TIMED_OUT: timeout.expire,
     Trigger.MARKED: _then(ending.keep_timed_out),
     Trigger.MEMBER_LOST: onloss.act,
+    Trigger.RESTARTED: onloss.end_attempt,
+    Trigger.RELEASED: onloss.end_attempt,
 }
 
 
@@ -113,7 +115,8 @@ def run(ctx: Context) -> Plan:
 
 def finish(ctx: Context) -> Plan:
     """What every plan of an application with an originator ends with: the domains its members are kept
-    in, its PodGroup's status, its new state on its record, and when to look again."""
+    in, its PodGroup's status, its new state on its record (or its record cleared, where its move says
+    so), and when to look again."""
     plan, app = ctx.plan, ctx.app
     if ctx.domains and app.spec is not None:
         for member in [swap.member for swap in plan.swaps] + plan.ungate:
@@ -124,7 +127,9 @@ def finish(ctx: Context) -> Plan:
     if app.pod_group is not None:
         started = plan.annotate.get(keys.RESERVATION_STARTED)
         plan.pod_group_status = pod_group_status(app, plan.state, started, ctx.now)
-    if plan.transition is not None:
+    if plan.record_ends:
+        plan.annotate[keys.STATE] = None
+    elif plan.transition is not None:
         plan.annotate[keys.STATE] = plan.state.value
     if plan.requeue_after_s is None and plan.state not in TERMINAL:
         plan.requeue_after_s = RESYNC_S

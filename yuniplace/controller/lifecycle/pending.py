@@ -5,7 +5,8 @@ queue does not hold is left to kube-scheduler."""
 
 from __future__ import annotations
 
-from yuniplace.admission.tickets import Granted, LeftToKubeScheduler, Refused, Undecided, Waiting
+from yuniplace.admission.tickets import Faulted, Granted, LeftToKubeScheduler, Refused, Undecided, Waiting
+from yuniplace.controller import faults
 from yuniplace.controller.lifecycle.acts import follow_peers, refused, reject
 from yuniplace.controller.lifecycle.context import UNGROUPED, Context, Step
 from yuniplace.controller.lifecycle.policies.onloss import MAX_RESTART_BACKOFF_S
@@ -50,6 +51,9 @@ def begin(ctx: Context) -> Step | None:
     step = follow_peers(ctx) or refused(ctx)
     if step is not None:
         return step
+    if isinstance(ticket, Faulted):
+        _held_by_fault(ctx, ticket)
+        return None
     deadline = app.pending_deadline()
     if deadline is not None and ctx.now >= deadline:
         return Step(Trigger.TIMED_OUT, _why_out_of_time(ctx, deadline))
@@ -243,6 +247,17 @@ def _leave_to_kube_scheduler(ctx: Context, why: str) -> None:
         f"native gang {ctx.app.key.app_id}: {why}; its gates come off and {ctx.spec.starts_when_all_exist} alone "
         "binds it all or nothing",
     )
+
+
+def _held_by_fault(ctx: Context, ticket: Faulted) -> None:
+    """Admission failed on the gang through a fault of yuniplace's own, not of its task groups: it is
+    held as it is (gated; nothing failed or released, and no timeout runs out on it meanwhile), said
+    once, and looked at again when admission tries again (its next cycle wakes it then)."""
+    retry_in_s = max(0.0, ticket.retry_at - ctx.now)
+    if ticket.announce:
+        ctx.event(ctx.originator, Reason.INTERNAL_ERROR, faults.note(ticket.stage, ticket.error, retry_in_s))
+    if retry_in_s > 0:
+        ctx.plan.requeue_after_s = retry_in_s
 
 
 def _wait(ctx: Context, ticket: Waiting, deadline: float | None) -> None:

@@ -20,7 +20,7 @@ def reclaimed(ctx: Context) -> bool:
 
 def give_room_back(ctx: Context) -> Step | None:
     app, why = ctx.app, ctx.around.reclaimed
-    if not app.started():
+    if not ctx.started():
         if any(p.is_deleting(m) and p.node_name(m) for m in app.members):
             return None  # evicted already: its pods are on their way out
         return give_back(ctx, Reason.GANG_PREEMPTED, f"{why}: giving its reservation back")

@@ -69,7 +69,7 @@ def members_missing(ctx: Context) -> int:
     timed out under a rule that lets members start (YuniKorn's styles; under its own scheduler's rule
     the gang gives its reservation back instead, see swap)."""
     app, spec = ctx.app, ctx.spec
-    if spec.starts_when_all_exist is None or any(p.node_name(m) for m in app.members):
+    if spec.starts_when_all_exist is None or ctx.started() or any(p.node_name(m) for m in app.members):
         return 0
     deadline = app.reservation_deadline()
     # (A native gang's members never start in part: kube-scheduler's gang plugin waits for them all.)
@@ -124,7 +124,7 @@ def swap(ctx: Context) -> Step | None:
     if ctx.spec.native and not live:
         return _native_admitted(ctx, missing, deadline)
     # A gang started directly (or holding nothing yet) has no placeholder to find too small or short.
-    if live and not missing and not app.started() and (short := unreserved(ctx, live)):
+    if live and not missing and not ctx.started() and (short := unreserved(ctx, live)):
         ctx.event(
             ctx.originator,
             Reason.CREATING_PLACEHOLDERS,

@@ -47,6 +47,12 @@ class Trigger(enum.Enum):
     RESTARTED = ("restarted", "evicted whole for its owner to make it again (on-member-lost: restart)")
     RELEASED = ("released", "evicted whole after its recovery timeout (on-member-lost: release)")
     RESTARTS_EXHAUSTED = ("restarts exhausted", "it lost a member past its restart limit")
+    BOUND = ("bound", "kube-scheduler's gang plugin bound the minimum of a native gang left to it")
+    UNBOUND = ("unbound", "fewer than the minimum of a native gang left to kube-scheduler are bound again")
+    ATTEMPT_OVER = (
+        "attempt over",
+        "evicted whole while its originator, ended, stays (a Job keeps its failed pod): its record is cleared",
+    )
     ENDED = ("ended", "its originator finished or went away, or nothing of it is left")
 
 
@@ -54,6 +60,7 @@ class Trigger(enum.Enum):
 class Move:
     to: AppState
     outcome: Outcome | None = None  # what the move is counted as (metrics)
+    record_ends: bool = False  # the originator's record is cleared, not written (dispatch.finish)
 
 
 T = Trigger
@@ -62,10 +69,15 @@ LIVE = (S.PENDING, S.RESERVING, S.RESERVED, S.RUNNING)
 
 
 def _rows(
-    trigger: Trigger, sources: Iterable[AppState], to: AppState | None, outcome: Outcome | None = None
+    trigger: Trigger,
+    sources: Iterable[AppState],
+    to: AppState | None,
+    outcome: Outcome | None = None,
+    *,
+    record_ends: bool = False,
 ) -> dict[tuple[AppState, Trigger], Move]:
     """One trigger's row: from each source to `to` (None: it stays where it is)."""
-    return {(source, trigger): Move(source if to is None else to, outcome) for source in sources}
+    return {(source, trigger): Move(source if to is None else to, outcome, record_ends) for source in sources}
 
 
 TRANSITIONS: Mapping[tuple[AppState, Trigger], Move] = {
@@ -90,6 +102,11 @@ TRANSITIONS: Mapping[tuple[AppState, Trigger], Move] = {
     **_rows(T.RESTARTED, (S.RUNNING,), None, Outcome.RESTARTED),
     **_rows(T.RELEASED, (S.RUNNING,), None, Outcome.RELEASED),
     **_rows(T.RESTARTS_EXHAUSTED, (S.RUNNING,), S.FAILED, Outcome.RESTARTS_EXHAUSTED),
+    # The next attempt, its owner's new pods, begins Pending with a record of its own.
+    **_rows(T.ATTEMPT_OVER, (S.RUNNING,), S.PENDING, record_ends=True),
+    # A native gang yuniplace leaves to kube-scheduler, as its pods show it (controller/observe.py).
+    **_rows(T.BOUND, (S.PENDING,), S.RUNNING),
+    **_rows(T.UNBOUND, (S.RUNNING,), S.PENDING),
     # The end: a gang that fell back completes once its originator does.
     **_rows(T.ENDED, (*LIVE, S.RESUMING), S.COMPLETED),
 }
@@ -101,6 +118,7 @@ def move(plan: Plan, trigger: Trigger) -> Move:
     if found is None:
         raise AssertionError(f"{plan.key}: {trigger.value} is not in the table for {plan.state.value}")
     plan.state = found.to
+    plan.record_ends = found.record_ends
     if found.outcome is not None:
         plan.outcomes.append(found.outcome)
     return found

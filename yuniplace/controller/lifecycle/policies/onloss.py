@@ -133,8 +133,8 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
     count = 0 if ctx.around.restarts is None else ctx.around.restarts.count
     plan.evict = remaining
     ctx.delete_placeholders()
-    if p.is_terminal(ctx.originator):  # it stays (a Job keeps its failed pod): its record is over
-        for key in (keys.STATE, keys.DEGRADED_SINCE, keys.DEGRADED_REPORTED):
+    if p.is_terminal(ctx.originator):  # it stays (a Job keeps its failed pod): its loss is over (see end_attempt)
+        for key in (keys.DEGRADED_SINCE, keys.DEGRADED_REPORTED):
             plan.annotate[key] = None
     pods = "its pod" if len(remaining) == 1 else f"its {len(remaining)} pods"
     lost = f"{losses.minimum - losses.up - losses.done} of its minimum {losses.minimum} members lost"
@@ -163,6 +163,13 @@ def evict_whole(ctx: Context, rule: Rule, since: float) -> Step:
         f"evicting {pods} to give its room back{made_again}{attempt}",
     )
     return Step(Trigger.RELEASED)
+
+
+def end_attempt(ctx: Context, step: Step) -> Step | None:
+    """A gang evicted whole for its owner to make it again, whose originator has ended and stays (a Job
+    keeps its failed pod): that pod's record is over, so that the next attempt's pods are a gang of their
+    own, with a record on their own originator."""
+    return Step(Trigger.ATTEMPT_OVER) if p.is_terminal(ctx.originator) else None
 
 
 # What each loss rule's eviction is counted as (the loss_actions metric's label).
