@@ -179,3 +179,44 @@ def test_devices_asked_by_an_extended_resource_are_counted_from_the_slices() -> 
     assert "2 of 3 pods of (cpu 1, example.com/gpu 2) fit" in ticket.message, ticket.message
     extended_gang(made, "fits", 2)
     assert isinstance(made.ticket("fits"), Granted)
+
+
+def test_a_claim_the_members_share_is_counted_once_for_the_gang() -> None:
+    """2 GPUs on one node and a channel: 2 members of 1 GPU each and the one channel claim they share fit
+    (counted per member the channel would not); 3 members never fit, and saying so counts the shared claim
+    without a pod of its own."""
+    made = world(per_node=2, nodes=1)
+    devices = made.admission.devices
+    devices.classes_listed([builders.device_class("gpu", DRIVER), builders.device_class("chan", "chan.example.com")])
+    devices.slices_listed(
+        [
+            builders.resource_slice("n0-gpus", "n0", DRIVER, ["g0", "g1"]),
+            builders.resource_slice("n0-chan", "n0", "chan.example.com", ["c0"]),
+        ]
+    )
+    one = builders.claim_template("one", builders.device_request("gpu", 1))
+    one["metadata"]["namespace"] = NS
+    devices.templates_listed([one])
+    channel = builders.resource_claim("channel", builders.device_request("chan", 1))
+    channel["metadata"]["namespace"] = NS
+    devices.claims_listed([channel])
+    for app, members in (("pair", 2), ("trio", 3)):
+        groups = [builders.task_group("workers", members, {"cpu": "1"})]
+        for i in range(members):
+            pod = builders.member(
+                f"{app}-{i}",
+                app=app,
+                group="workers",
+                task_groups=groups,
+                namespace=NS,
+                uid=f"uid-{app}-{i}",
+                rv="1",
+                created="2026-01-01T00:00:00Z",
+                requests={"cpu": "1"},
+                gates=[keys.GATE],
+                phase="Pending",
+            )
+            made.store.upsert(builders.using_claims(pod, templates=["one"], claims=["channel"]))
+    assert isinstance(made.ticket("pair"), Granted)
+    trio = made.ticket("trio")
+    assert isinstance(trio, Waiting) and trio.reason is Reason.GANG_EXCEEDS_CAPACITY, trio

@@ -104,8 +104,10 @@ def _the(ticket: Granted, _app: App) -> Granted:
     return ticket
 
 
-def _without(need: Need, dropped: Callable[[str], bool]) -> Need:
-    return replace(need, requests={k: v for k, v in need.requests.items() if not dropped(k)})
+def _without(needs: Sequence[Need], dropped: Callable[[str], bool]) -> list[Need]:
+    """The needs without the resources `dropped`; a need left asking nothing (a shared claim's) goes."""
+    kept = [replace(need, requests={k: v for k, v in need.requests.items() if not dropped(k)}) for need in needs]
+    return [need for need in kept if need.slot or need.requests]
 
 
 def _devices_there(empty: Room, needs: Sequence[Need], is_device: Callable[[str], bool]) -> str:
@@ -387,7 +389,7 @@ class Decision:
             )
             return
         is_device = self._snapshot.is_device
-        if any(never) and not any(self._snapshot.empty.copy().take_all([_without(n, is_device) for n in needs])):
+        if any(never) and not any(self._snapshot.empty.copy().take_all(_without(needs, is_device))):
             # Only devices are short, and no autoscaler makes a DRA driver's devices: placeholders would
             # only hold room for a gang that never starts.
             self._wait(

@@ -157,9 +157,10 @@ class App:
                     label=group.name,
                 )
             )
-        if self.shared_devices:
-            # Claims its members share are allocated once, wherever the first of them goes.
-            needs.append(Need(1, self.shared_devices, label="claims its pods share", slot=False))
+        if self.shared_devices and needs:
+            # Claims its members share are allocated once, wherever the first of them goes: on a node its
+            # first group's pods may go to.
+            needs.append(Need(1, self.shared_devices, needs[0].constraints, "claims its pods share", slot=False))
         return needs
 
 
