@@ -203,8 +203,92 @@ record = st.one_of(st.just({}), plausible_record, plausible_record, st.fixed_dic
 # -- what the API shows: pods, nodes ---------------------------------------------------------------------
 
 requests = st.dictionaries(
-    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.sampled_from(["1", "500m", "0", "1Gi", "3"]), max_size=3
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "example.com/gpu", "deviceclass.resource.kubernetes.io/gpu"]),
+    st.sampled_from(["1", "500m", "0", "1Gi", "3"]),
+    max_size=3,
 )
+
+
+# -- DRA: device classes, slices, claims and templates, sound or not ------------------------------------
+
+DRIVER = "gpu.example.com"
+DEVICE_CLASSES = [
+    builders.device_class("gpu", DRIVER),
+    builders.device_class("a100", DRIVER, selectors=[f'device.attributes["{DRIVER}"].model == "a100"']),
+    builders.device_class(
+        "fast", DRIVER, selectors=[f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("8Gi"))']
+    ),
+    builders.device_class("unknown", DRIVER, selectors=['ip("1.2.3.4").family() == 4']),
+    builders.device_class("strict", DRIVER, selectors=[f'device.attributes["{DRIVER}"].missing == 1']),
+    builders.device_class("ext", DRIVER, extended_resource="example.com/gpu"),
+]
+REQUESTS = [
+    builders.device_request("gpu", 1),
+    builders.device_request("a100", 2),
+    builders.device_request("fast", 1, selectors=[f'device.attributes["{DRIVER}"].model.startsWith("a")']),
+    builders.device_request("gpu", mode="All"),
+    builders.device_request("unknown", 1),
+    builders.device_request("strict", 1),
+    builders.device_request("nosuch", 1),
+    {"name": "alt", "firstAvailable": [{"name": "a", "deviceClassName": "gpu", "count": 2}]},
+    {"name": "junk", "exactly": {"deviceClassName": "gpu", "count": "two"}},
+    {"name": "bare"},
+]
+device = st.fixed_dictionaries(
+    {"name": st.sampled_from(["g0", "g1", "g2"])},
+    optional={
+        "attributes": st.fixed_dictionaries(
+            {}, optional={"model": st.sampled_from([{"string": "a100"}, {"string": "h100"}, {"int": 3}, {}])}
+        ),
+        "capacity": st.fixed_dictionaries(
+            {}, optional={"memory": st.sampled_from([{"value": "16Gi"}, {"value": "x"}])}
+        ),
+    },
+)
+
+
+@st.composite
+def dra_objects(draw: st.DrawFn) -> dict[str, list[Pod]]:
+    """DeviceClasses, each node's ResourceSlices, the templates and a claim members may share."""
+    slices = []
+    for index, node in enumerate(draw(st.lists(st.sampled_from(["n0", "n1", "gone"]), max_size=3))):
+        published = builders.resource_slice(
+            f"s{index}", node, DRIVER, [], pool=draw(st.sampled_from(["p0", node])), generation=draw(st.integers(0, 2))
+        )
+        published["spec"]["devices"] = draw(st.lists(device, max_size=3))
+        if draw(st.integers(0, 5)) == 0:
+            del published["spec"]["nodeName"]
+            published["spec"]["allNodes"] = True
+        slices.append(published)
+    templates = []
+    for name in draw(st.lists(st.sampled_from(["t0", "t1", "t2"]), max_size=3, unique=True)):
+        template = builders.claim_template(name, *draw(st.lists(st.sampled_from(REQUESTS), min_size=1, max_size=2)))
+        template["metadata"]["namespace"] = NS
+        templates.append(template)
+    claims = []
+    if draw(st.booleans()):
+        shared = builders.resource_claim("shared", draw(st.sampled_from(REQUESTS)))
+        shared["metadata"]["namespace"] = NS
+        if draw(st.booleans()):
+            results = [{"request": "devices", "driver": DRIVER, "pool": "n0", "device": "g0"}]
+            shared["status"] = {"allocation": {"devices": {"results": results}}}
+        claims.append(shared)
+    classes = draw(st.lists(st.sampled_from(DEVICE_CLASSES), max_size=4, unique_by=lambda c: c["metadata"]["name"]))
+    return {"classes": classes, "slices": slices, "templates": templates, "claims": claims}
+
+
+@st.composite
+def with_claims(draw: st.DrawFn, pod: Pod) -> Pod:
+    """The pod using claims of templates (made for it, or not yet) and the shared claim, or none."""
+    templates = draw(st.lists(st.sampled_from(["t0", "t1", "t2", "missing"]), max_size=2))
+    shared = ["shared"] if draw(st.booleans()) else []
+    if not templates and not shared:
+        return pod
+    builders.using_claims(pod, templates=templates, claims=shared)
+    if draw(st.booleans()):
+        made = [{"name": f"t{i}", "resourceClaimName": f"{p.name(pod)}-t{i}"} for i in range(len(templates))]
+        pod.setdefault("status", {})["resourceClaimStatuses"] = made
+    return pod
 
 
 koordinator = st.fixed_dictionaries(
@@ -263,7 +347,7 @@ def member(draw: st.DrawFn, app: str, index: int, originator: bool, dialect: str
         pod["metadata"]["deletionTimestamp"] = at(-1)
     if node and phase == "Running":
         pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at(-300)}]
-    return pod
+    return draw(with_claims(pod)) if draw(st.booleans()) else pod
 
 
 @st.composite
@@ -293,8 +377,8 @@ def placeholders(draw: st.DrawFn, app: str, originator: Pod) -> list[Pod]:
 
 
 @st.composite
-def cluster(draw: st.DrawFn) -> tuple[list[Pod], list[Pod], str | None]:
-    """Two applications' pods, two nodes, and a queues.yaml (None: no queues)."""
+def cluster(draw: st.DrawFn) -> tuple[list[Pod], list[Pod], str | None, dict[str, list[Pod]]]:
+    """Two applications' pods, two nodes, a queues.yaml (None: no queues), and the DRA objects."""
     pods: list[Pod] = []
     for app in ("a", "b"):
         count = draw(st.integers(1, 4))
@@ -328,12 +412,12 @@ def cluster(draw: st.DrawFn) -> tuple[list[Pod], list[Pod], str | None]:
         ),
     )
     queues = draw(st.none() | st.lists(queue, max_size=2, unique_by=lambda q: q.split("\n")[0]))
-    return pods, nodes, None if queues is None else builders.queues_yaml(*queues)
+    return pods, nodes, None if queues is None else builders.queues_yaml(*queues), draw(dra_objects())
 
 
-def every_step(pods: list[Pod], nodes: list[Pod], queues: str | None) -> None:
-    """Read each application, decide admission once over the cluster, and plan each: nothing raises, and
-    admission meets no fault of its own."""
+def every_step(pods: list[Pod], nodes: list[Pod], queues: str | None, dra: dict[str, list[Pod]] | None = None) -> None:
+    """Read each application, decide admission once over the cluster (its DRA devices counted), and plan
+    each: nothing raises, and admission meets no fault of its own."""
     store = PodStore(clock=lambda: NOW)
     store.replace(pods)
     for key in store.keys():  # noqa: SIM118 - a store, not a dict
@@ -344,6 +428,12 @@ def every_step(pods: list[Pod], nodes: list[Pod], queues: str | None) -> None:
     admission = Admission(store, Limits(), lambda _key: None, source, lambda _key: None, AdmissionRules(), lambda: NOW)
     admission.room.nodes_listed(nodes)
     admission.room.pods_listed(pods)
+    devices = admission.devices
+    devices.served = dra is not None
+    devices.classes_listed((dra or {}).get("classes", []))
+    devices.slices_listed((dra or {}).get("slices", []))
+    devices.templates_listed((dra or {}).get("templates", []))
+    devices.claims_listed((dra or {}).get("claims", []))
     with (
         mock.patch.object(logging.getLogger("yuniplace.admission.snapshot"), "exception", raised),
         mock.patch.object(logging.getLogger("yuniplace.admission.decision"), "exception", raised),
@@ -432,6 +522,33 @@ RUNNING_WITH_A_PLACEHOLDER_LEFT = (
 )
 
 
+# A gang of two sharing one claim, on nodes that could never hold it: admission asked whether only its
+# devices were short, set them aside, and the shared claim's need, left asking nothing and taking no pod
+# slot, made the room's count raise (an empty min()). Admission then held the gang for a fault of its own.
+SHARED = builders.resource_claim("shared", builders.device_request("gpu", 1))
+SHARED["metadata"]["namespace"] = NS
+SHARED_CLAIM_NEVER_FITS = (
+    [
+        builders.using_claims(
+            found_pod(
+                f"a-{index}",
+                labels={},
+                annotations={
+                    keys.TASK_GROUP_NAME: "workers",
+                    keys.TASK_GROUPS: builders.task_groups(builders.task_group("workers", 2, {"cpu": "1"})),
+                },
+                requests={"cpu": "1"},
+            ),
+            claims=["shared"],
+        )
+        for index in range(2)
+    ],
+    NODES,
+    None,
+    {"classes": [DEVICE_CLASSES[0]], "slices": [], "templates": [], "claims": [SHARED]},
+)
+
+
 def raised(message: str, *args: Any, **_: Any) -> None:
     """Admission catches its faults, to hold a gang on them: here each is raised, for the search to see."""
     raise AssertionError(message % args)
@@ -441,5 +558,8 @@ def raised(message: str, *args: Any, **_: Any) -> None:
 @given(cluster())
 @example(RUNNING_BEFORE_IT_STARTED)
 @example(RUNNING_WITH_A_PLACEHOLDER_LEFT)
-def test_no_input_makes_an_internal_step_raise(world: tuple[list[Pod], list[Pod], str | None]) -> None:
+@example(SHARED_CLAIM_NEVER_FITS)
+def test_no_input_makes_an_internal_step_raise(
+    world: tuple[list[Pod], list[Pod], str | None] | tuple[list[Pod], list[Pod], str | None, dict[str, list[Pod]]],
+) -> None:
     every_step(*world)
