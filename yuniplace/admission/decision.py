@@ -316,12 +316,12 @@ class Decision:
         unit = [a for a in unit if a.key not in self._granted]  # granted members' room is counted already
         if self._too_large_for_namespace(unit):
             return
-        if any(app.device_note for app in unit):
+        if any(app.devices.note for app in unit):
             self._wait(
                 unit,
                 lambda app: (
-                    f"its DRA devices cannot be counted ({app.device_note}): waiting, whole, until they can"
-                    if app.device_note and app.key.namespace == unit[0].key.namespace
+                    f"its DRA devices cannot be counted ({app.devices.note}): waiting, whole, until they can"
+                    if app.devices.note and app.key.namespace == unit[0].key.namespace
                     else "the DRA devices of its gang group cannot be counted: waiting, whole, until they can"
                 ),
                 times_out=True,

@@ -10,20 +10,13 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
+from yuniplace.admission.gangdevices import GangDevices, read_devices, room_with_devices
 from yuniplace.admission.growth import Coming, Growth
 from yuniplace.admission.room import ClusterRoom, RoomView, pool_room
 from yuniplace.admission.tickets import SNAPSHOT, Faulted, LeftToKubeScheduler, Refused, faulted
-from yuniplace.devices.claims import (
-    Kind,
-    claim_names,
-    class_resource,
-    device_class_of,
-    is_allocated,
-    is_device_resource,
-    uses_devices,
-)
+from yuniplace.devices.claims import is_device_resource
 from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import pods as p
 from yuniplace.gang import userinfo
@@ -78,14 +71,8 @@ class App:
     # Its owner makes every pod of it in one pass (KubeRay a RayCluster's head and workers): a task group
     # with no pod yet is still coming, where Spark's executors come only once its driver runs.
     made_together: bool = False
-    # The DRA devices each pod of a task group asks for, beyond those its minResource names (the largest
-    # of its members' asks), and those of claims its members share (counted once for the gang), in the
-    # room's resource names (devices/claims.py); the kinds of device they are; why they cannot be
-    # counted, if so (it then waits).
-    devices: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    shared_devices: Mapping[str, int] = field(default_factory=dict)
-    device_kinds: frozenset[Kind] = frozenset()
-    device_note: str | None = None
+    # Its DRA devices (gangdevices.py), where its pods ask for some.
+    devices: GangDevices = field(default_factory=GangDevices)
 
     # What the decision reads of it, worked out once as it is read (decision.py never calls into it):
     complete: bool = field(init=False)  # nothing reserved yet, and every member it needs exists, gated
@@ -139,7 +126,7 @@ class App:
     def uses_devices(self) -> bool:
         """Whether its pods ask for DRA devices: a seat does not hold those (a nomination holds no
         device), a placeholder holding its member's claims does."""
-        return any(self.devices.values()) or bool(self.shared_devices)
+        return any(self.devices.by_group.values()) or bool(self.devices.shared)
 
     def _needs(self, outstanding: bool) -> list[Need]:
         needs = []
@@ -147,7 +134,7 @@ class App:
             confined = confine(group, self.pool)
             affinity = pinned(confined.affinity, self.domains.of(group.name))
             requests = amounts(confined.min_resource)
-            for name, amount in self.devices.get(group.name, {}).items():
+            for name, amount in self.devices.by_group.get(group.name, {}).items():
                 requests[name] = max(requests.get(name, 0), amount)
             needs.append(
                 Need(
@@ -157,24 +144,20 @@ class App:
                     label=group.name,
                 )
             )
-        if self.shared_devices and needs:
+        if self.devices.shared and needs:
             # Claims its members share are allocated once, wherever the first of them goes: on a node its
             # first group's pods may go to.
-            needs.append(Need(1, self.shared_devices, needs[0].constraints, "claims its pods share", slot=False))
+            needs.append(Need(1, self.devices.shared, needs[0].constraints, "claims its pods share", slot=False))
         return needs
 
 
-def _plus(one: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
-    total = dict(one)
-    for name, amount in other.items():
+def _held(on_nodes: Mapping[str, int], devices: GangDevices | None) -> dict[str, int]:
+    """What a gang holds, counted against its queue: what its pods take on nodes, and the devices its
+    members' claims hold."""
+    total = dict(on_nodes)
+    for name, amount in (devices.held if devices is not None else {}).items():
         total[name] = total.get(name, 0) + amount
     return total
-
-
-def _counted(asks: Mapping[str, int], uncounted: frozenset[str]) -> dict[str, int]:
-    """Device asks without the kinds left uncounted (with them, their class's own count)."""
-    dropped = set(uncounted) | {class_resource(c) for n in uncounted if (c := device_class_of(n))}
-    return {name: amount for name, amount in asks.items() if name not in dropped}
 
 
 def _summed(needs: Sequence[Need]) -> dict[str, int]:
@@ -314,12 +297,12 @@ class Sources:
         for key in watched:
             if key not in pods_of:
                 pods_of[key] = [p.uid(pod) for pod in self.store.app_pods(key)]
-        if self.devices is not None and any(app.device_kinds for app in apps.values()):
+        if self.devices is not None and any(app.devices.kinds for app in apps.values()):
             try:
-                view, empty, apps = self._with_devices(self.devices, view, apps)
+                view, empty = self._with_devices(self.devices, view, apps)
             except Exception as error:  # yuniplace's own fault: the gangs waiting for devices are held
                 log.exception("admission cannot count DRA devices (a fault of yuniplace's own); their gangs are held")
-                for key in [k for k, app in apps.items() if app.device_kinds and app.state == AppState.PENDING]:
+                for key in [k for k, app in apps.items() if app.devices.kinds and app.state == AppState.PENDING]:
                     del apps[key]
                     refused[key] = faulted(SNAPSHOT, error, faults.get(key), now)
         config = placing.config  # with the queues placement created
@@ -382,7 +365,7 @@ class Sources:
             elif not p.is_placeholder(pod) and not p.is_terminal(pod) and not p.is_deleting(pod):
                 needing[group] += 1
         backing_off = record.retry_after is not None and now < record.retry_after and record.state == AppState.PENDING
-        devices, held_devices = self._devices_of(app)
+        devices = read_devices(self.devices, app) if self.devices is not None else None
         pool = Pool() if config.empty else pool_of(config, queue)
         lender = record.lender if state in IN_FLIGHT and record.lender in config.queues else None
         if lender is not None:
@@ -401,7 +384,7 @@ class Sources:
             priority=app.priority,
             pool=pool,
             lender=lender,
-            held=_plus(view.held(holders), held_devices) if not config.empty else {},
+            held=_held(view.held(holders), devices) if not config.empty else {},
             running=app.started(),
             reserving_since=record.reservation_started,
             native=native,
@@ -410,90 +393,19 @@ class Sources:
             arrived=self.store.arrived(key),
             attempt=p.uid(originator),
             made_together=(p.controller_of(originator) or {}).get("kind") in MADE_TOGETHER,
-            **devices,
+            devices=devices or GangDevices(),
         )
-
-    def _devices_of(self, app: Application) -> tuple[dict[str, Any], dict[str, int]]:
-        """The App fields of its DRA devices (none where the cluster serves no DRA), and the devices its
-        claims already hold (which its queue counts as it counts what its pods take on nodes)."""
-        if self.devices is None or not self.devices.served:
-            return {}, {}
-        devices, shared, kinds, note, held = self._device_asks(app)
-        if not kinds and note is None:
-            return {}, {}
-        fields = {"devices": devices, "shared_devices": shared, "device_kinds": frozenset(kinds), "device_note": note}
-        return fields, held
 
     @staticmethod
-    def _with_devices(
-        devices: DeviceInventory, view: RoomView, apps: dict[p.AppKey, App]
-    ) -> tuple[RoomView, Room, dict[p.AppKey, App]]:
-        """The room with the nodes' devices of every kind the gangs ask for, and the gangs as those
-        counts let them be read: devices not bound to one node are left to kube-scheduler (their asks
-        dropped), and a gang whose devices cannot be counted says why."""
-        counts = devices.count(kind for app in apps.values() for kind in app.device_kinds)
-        aliases = {name: class_resource(device_class) for name, device_class in devices.extended_resources().items()}
-        with_devices = view.with_devices(counts, aliases)
-        read = dict(apps)
-        for key, app in apps.items():
-            asked = {k.resource for k in app.device_kinds} | {class_resource(k.device_class) for k in app.device_kinds}
-            problem = next((counts.problems[name] for name in sorted(asked) if name in counts.problems), None)
-            if counts.uncounted & asked or (problem and not app.device_note):
-                read[key] = replace(
-                    app,
-                    devices={group: _counted(asks, counts.uncounted) for group, asks in app.devices.items()},
-                    shared_devices=_counted(app.shared_devices, counts.uncounted),
-                    device_note=app.device_note or problem,
-                )
-        return with_devices, with_devices.whole_room(()), read
-
-    def _device_asks(
-        self, app: Application
-    ) -> tuple[dict[str, dict[str, int]], dict[str, int], set[Kind], str | None, dict[str, int]]:
-        """What each task group's pods ask of DRA devices (the largest ask of its members, and what its
-        minResource names), what the claims its members share ask (once), the kinds of device, what
-        keeps them from being counted, and what its members' own claims already hold."""
-        by_group: dict[str, dict[str, int]] = {}
-        held: dict[str, int] = {}
-        shared: dict[str, dict[str, int]] = {}
-        kinds: set[Kind] = set()
-        note = None
-        assert app.spec is not None and self.devices is not None
-        for group in app.spec.groups:
-            kinds.update(
-                Kind(c) for name in group.min_resource if (c := device_class_of(name)) and name == class_resource(c)
-            )
-        extended = self.devices.extended_resources()
-        for member in app.live_members():
-            for name in app.requests_of(member):
-                if name in extended:
-                    kinds.add(Kind(extended[name]))
-            if not uses_devices(member):
-                continue
-            asks = self.devices.asks(member)
-            if note is None and (asks.missing or asks.problem):
-                note = f"pod {p.name(member)}: {asks.missing or asks.problem}"
-            kinds.update(asks.kinds)
-            asked = by_group.setdefault(app.group_of(member) or "", {})
-            for name, amount in asks.own.items():
-                asked[name] = max(asked.get(name, 0), amount)
-            shared.update({claim: dict(amounts_) for claim, amounts_ in asks.shared.items()})
-            if asks.own and self._holds_its_claims(member):
-                held = _plus(held, asks.own)
-        once: dict[str, int] = {}
-        for amounts_ in shared.values():
-            for name, amount in amounts_.items():
-                once[name] = once.get(name, 0) + amount
-        return by_group, once, kinds, note, held
-
-    def _holds_its_claims(self, member: p.Pod) -> bool:
-        """Whether every claim made for the member is allocated (to it, or to the placeholder holding it)."""
-        assert self.devices is not None
-        names = claim_names(member)
-        namespace = p.namespace(member)
-        return names is not None and all(
-            (claim := self.devices.claim(namespace, name)) is not None and is_allocated(claim) for name in names
-        )
+    def _with_devices(devices: DeviceInventory, view: RoomView, apps: dict[p.AppKey, App]) -> tuple[RoomView, Room]:
+        """The room with the nodes' devices of every kind the gangs ask for; the gangs (in place) as those
+        counts let them be read."""
+        with_devices, counts = room_with_devices(devices, view, (k for app in apps.values() for k in app.devices.kinds))
+        for key, app in list(apps.items()):
+            counted = app.devices.counted(counts)
+            if counted is not None:
+                apps[key] = replace(app, devices=counted)
+        return with_devices, with_devices.whole_room(())
 
     def _peers(self, apps: Mapping[p.AppKey, App]) -> dict[p.AppKey, Peer]:
         """The applications the candidates' gang groups name that are no candidates themselves."""
