@@ -5,6 +5,7 @@ through, so tests can assert on history (a placeholder that ran) and not only on
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import uuid
@@ -179,12 +180,39 @@ def pause_pod(
     }
 
 
+LANDED = re.compile(r"task group \S+: (\d+) member\(s\) bound in [0-9.]+s, (\d+) on their reserved nodes")
+
+
+def landed_on_reserved_nodes(kind: Kind, namespace: str) -> list[tuple[int, dict[str, Any]]]:
+    """The task groups' PlaceholderSwapped events of the namespace, oldest first, each with how many
+    members it says were bound, when all of them were bound on their reserved nodes."""
+    found = []
+    for event in kind.events(namespace, "PlaceholderSwapped"):
+        match = LANDED.match(event.get("note", ""))
+        if match and match[1] == match[2]:
+            found.append((int(match[1]), event))
+    return sorted(found, key=lambda landed: landed[1]["eventTime"])
+
+
+def wait_landed(kind: Kind, namespace: str, members: int) -> list[dict[str, Any]]:
+    """Wait until the events say `members` members were swapped in, each on its reserved node; return
+    those events."""
+
+    def landed() -> list[tuple[int, dict[str, Any]]] | None:
+        found = landed_on_reserved_nodes(kind, namespace)
+        return found if sum(count for count, _ in found) >= members else None
+
+    found: list[tuple[int, dict[str, Any]]] = wait(landed, 60, f"{members} members swapped in on their reserved nodes")
+    return [event for _, event in found]
+
+
 class History:
     """Every state the pods of a namespace were seen in, from a watch."""
 
     def __init__(self, client: KubeClient, namespace: str) -> None:
         self._lock = threading.Lock()
         self.running_placeholders: dict[str, Pod] = {}  # name -> the placeholder as seen running
+        self.bound_placeholders: dict[str, Pod] = {}  # name -> the placeholder as first seen on a node
         self._watch = ListWatch(
             client,
             f"/api/v1/namespaces/{namespace}/pods",
@@ -197,12 +225,20 @@ class History:
         with self._lock:
             for pod in pods:
                 labels = pod["metadata"].get("labels") or {}
-                if labels.get(keys.PLACEHOLDER) == "true" and container_running(pod):
+                if labels.get(keys.PLACEHOLDER) != "true":
+                    continue
+                if container_running(pod):
                     self.running_placeholders[pod["metadata"]["name"]] = pod
+                if pod["spec"].get("nodeName"):
+                    self.bound_placeholders.setdefault(pod["metadata"]["name"], pod)
 
     def placeholders_seen_running(self) -> dict[str, Pod]:
         with self._lock:
             return dict(self.running_placeholders)
+
+    def placeholders_seen_bound(self) -> dict[str, Pod]:
+        with self._lock:
+            return dict(self.bound_placeholders)
 
     def __enter__(self) -> Self:
         self._thread.start()

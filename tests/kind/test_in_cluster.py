@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
-from typing import Any
 
 import pytest
 import yaml
@@ -28,34 +26,10 @@ from tests.kind.support import (
     pause_pod,
     task_group,
     wait,
+    wait_landed,
 )
 from yuniplace.gang import keys
 from yuniplace.kube import ApiError
-
-LANDED = re.compile(r"task group \S+: (\d+) member\(s\) bound in [0-9.]+s, (\d+) on their reserved nodes")
-
-
-def landed_on_reserved_nodes(kind: Kind, namespace: str) -> list[tuple[int, dict[str, Any]]]:
-    """The task groups' PlaceholderSwapped events of the namespace, oldest first, each with how many
-    members it says were bound, when all of them were bound on their reserved nodes."""
-    found = []
-    for event in kind.events(namespace, "PlaceholderSwapped"):
-        match = LANDED.match(event.get("note", ""))
-        if match and match[1] == match[2]:
-            found.append((int(match[1]), event))
-    return sorted(found, key=lambda landed: landed[1]["eventTime"])
-
-
-def wait_landed(kind: Kind, namespace: str, members: int) -> list[dict[str, Any]]:
-    """Wait until the events say `members` members were swapped in, each on its reserved node; return
-    those events."""
-
-    def landed() -> list[tuple[int, dict[str, Any]]] | None:
-        found = landed_on_reserved_nodes(kind, namespace)
-        return found if sum(count for count, _ in found) >= members else None
-
-    found: list[tuple[int, dict[str, Any]]] = wait(landed, 60, f"{members} members swapped in on their reserved nodes")
-    return [event for _, event in found]
 
 
 def test_replicas_run_in_pods_on_real_kubelets(installed: Kind) -> None:

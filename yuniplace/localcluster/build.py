@@ -32,7 +32,7 @@ DEFAULT_KUBERNETES = SUPPORTED_KUBERNETES[-1]
 PROGRESS_INTERVAL_S = 30.0
 # The oldest Go that builds every module of controlplane/: the highest `go` line among them (Karpenter's;
 # the control plane itself asks 1.26.0). A unit test holds it to the go.mod files, and the docs say it.
-GO_NEEDED = "1.26.5"
+GO_NEEDED = "1.26.8"
 
 
 class BuildError(RuntimeError):

@@ -1,9 +1,9 @@
 """Builds everything a kind cluster of yuniplace needs, with no registry: kind itself, the node image
-(systemd, containerd and the kubelet on Debian, with every image kubeadm runs preloaded), and
-yuniplace's own image from its Dockerfile.
+(systemd, containerd and the kubelet on Debian, with every image kubeadm runs preloaded), yuniplace's
+own image from its Dockerfile, and the image of Kubernetes' DRA test driver the kind tests run.
 
 Sources: the Go modules of controlplane/ and controlplane/kind/ (the same Kubernetes pins as the
-local control plane, plus kind, CoreDNS and a pause container), Debian packages through debootstrap
+local control plane, plus kind, containerd, CoreDNS and a pause container), Debian packages through debootstrap
 (the node's, kube-proxy's and Python's root filesystems) and PyPI (yuniplace's dependencies). Go
 binaries are cached like the control plane's, by a hash of their pins; every image is tagged or
 labelled with a hash of its inputs, so a second build of the same pins does nothing.
@@ -60,13 +60,13 @@ COREDNS_TAG = "registry.k8s.io/coredns/coredns:v1.14.6"
 
 # Root filesystems, by name: Debian packages beyond debootstrap's minbase.
 ROOTFS_PACKAGES = {
-    # systemd as PID 1, containerd and runc, the CNI plugins kind-netd configures, and what kubeadm,
-    # the kubelet and kind run on a node (mount, nsenter, iptables, pgrep, ...).
+    # systemd as PID 1, runc, the CNI plugins kind-netd configures, and what kubeadm, the kubelet and
+    # kind run on a node (mount, nsenter, iptables, pgrep, ...). Not Debian's containerd: bookworm's
+    # 1.6 neither injects CDI devices (DRA) nor is one Kubernetes 1.37 supports; containerd is built.
     "node": (
         "systemd",
         "systemd-sysv",
         "dbus",
-        "containerd",
         "runc",
         "containernetworking-plugins",
         "iptables",
@@ -86,6 +86,15 @@ ROOTFS_PACKAGES = {
     # The base yuniplace's Dockerfile builds on when no registry offers python:3.11-slim.
     "python": ("python3", "python3-venv", "ca-certificates"),
 }
+# containerd's binaries (controlplane/kind/containerd) and their build tags: without the snapshotters
+# the node does not use (btrfs needs cgo) or OpenTelemetry, and the shim without the gRPC server it does
+# not serve, as upstream builds it.
+CONTAINERD_BUILDS = {
+    "containerd": "no_btrfs no_devmapper no_zfs no_tracing urfave_cli_no_docs",
+    "ctr": "no_btrfs no_devmapper no_zfs no_tracing urfave_cli_no_docs",
+    "containerd-shim-runc-v2": "no_grpc urfave_cli_no_docs",
+}
+DRA_DRIVER_PACKAGE = "k8s.io/kubernetes/test/e2e/dra/test-driver"
 # Trimmed from every root filesystem: nothing at run time reads them.
 ROOTFS_TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info")
 
@@ -96,6 +105,7 @@ class KindImages:
 
     node_image: str
     yuniplace_image: str
+    dra_driver_image: str
     kind: Path
     bin_dir: Path  # kind, kubectl, helm and the docker wrapper, for PATH
 
@@ -125,11 +135,16 @@ def _digest(*parts: str | bytes | Path) -> str:
 
 
 def go_binaries(*, quiet: bool = False) -> Path:
-    """kindnode (kubelet, kubeadm, kube-proxy, kubectl, kind-netd), kind, pause and CoreDNS, built
-    once per pin hash into ~/.cache/yuniplace/kind/<hash>/bin."""
+    """kindnode (kubelet, kubeadm, kube-proxy, kubectl, kind-netd), kind, pause, CoreDNS, containerd
+    (with ctr and its runc shim) and Kubernetes' DRA test driver, built once per pin hash into
+    ~/.cache/yuniplace/kind/<hash>/bin."""
     versions = pinned_versions(module_dir())
     coredns = _required_version((kind_dir() / "coredns" / "go.mod").read_text(), "github.com/coredns/coredns")
     kind = _required_version((kind_dir() / "go.mod").read_text(), "sigs.k8s.io/kind")
+    containerd = _required_version(
+        (kind_dir() / "containerd" / "go.mod").read_text(), "github.com/containerd/containerd/v2"
+    )
+    containerd_ldflags = f"-s -w -X github.com/containerd/containerd/v2/version.Version={containerd}"
     return _cached_build(
         "kind",
         (
@@ -140,9 +155,13 @@ def go_binaries(*, quiet: bool = False) -> Path:
             "kind/pause/main.go",
             "kind/coredns/go.mod",
             "kind/coredns/go.sum",
+            "kind/containerd/go.mod",
+            "kind/containerd/go.sum",
         ),
         [
             ("kindnode", "kind", ["-ldflags", _kubernetes_ldflags(versions["kubernetes"]), "."]),
+            # After kindnode, whose Kubernetes packages it shares: a link and little more.
+            ("dra-test-driver", "kind", ["-ldflags", _kubernetes_ldflags(versions["kubernetes"]), DRA_DRIVER_PACKAGE]),
             ("kind", "kind", ["-ldflags", "-s -w", "sigs.k8s.io/kind"]),
             ("pause", "kind", ["-ldflags", "-s -w", "./pause"]),
             (
@@ -154,12 +173,27 @@ def go_binaries(*, quiet: bool = False) -> Path:
                     "github.com/coredns/coredns",
                 ],
             ),
+            *(
+                (
+                    binary,
+                    "kind/containerd",
+                    [
+                        "-tags",
+                        tags,
+                        "-ldflags",
+                        containerd_ldflags,
+                        f"github.com/containerd/containerd/v2/cmd/{binary}",
+                    ],
+                )
+                for binary, tags in CONTAINERD_BUILDS.items()
+            ),
         ],
         announce=None
         if quiet
         else (
-            f"Building kind {kind}, the kubelet, kubeadm and kube-proxy {versions['kubernetes']} and CoreDNS "
-            f"{coredns} into {{target}} (about 5 minutes on 2 cores once the control plane is built)."
+            f"Building kind {kind}, the kubelet, kubeadm, kube-proxy and DRA test driver {versions['kubernetes']}, "
+            f"CoreDNS {coredns} and containerd {containerd} into {{target}} (about 6 minutes on 2 cores once "
+            "the control plane is built)."
         ),
         links=dict.fromkeys(("kubelet", "kubeadm", "kube-proxy", "kind-netd"), "kindnode"),
     )
@@ -264,22 +298,59 @@ def node_image_name(kubernetes: str) -> str:
     return f"yuniplace.local/kind-node:{kubernetes}"
 
 
+def dra_driver_image(kubernetes: str) -> str:
+    return f"yuniplace.local/dra-test-driver:{kubernetes}"
+
+
+DRA_DRIVER_DOCKERFILE = """\
+FROM {base}
+COPY dra-test-driver /usr/local/bin/dra-test-driver
+LABEL {label}={inputs}
+ENTRYPOINT ["/usr/local/bin/dra-test-driver"]
+"""
+
+
+def ensure_dra_driver_image(*, quiet: bool = False) -> str:
+    """Kubernetes' DRA test driver on the agents' Debian root filesystem: the kubelet plugin of the kind
+    tests' DRA driver (tests/kind/dra-test-driver.yaml), with a shell for the pods using its devices to
+    show their environment. Not preloaded in the node image: the tests that use it load it."""
+    ensure_docker()
+    kubernetes = pinned_versions(module_dir())["kubernetes"]
+    bins = go_binaries(quiet=quiet)
+    base = _rootfs_image("agents")
+    name = dra_driver_image(kubernetes)
+    inputs = _digest(str(bins), base, DRA_DRIVER_DOCKERFILE)
+    if image_label(name, INPUTS_LABEL) == inputs:
+        return name
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="dra-driver-", dir=cache_root()) as directory:
+        context = Path(directory)
+        shutil.copy2(bins / "dra-test-driver", context / "dra-test-driver")
+        _build(context, DRA_DRIVER_DOCKERFILE.format(base=base, label=INPUTS_LABEL, inputs=inputs), [name])
+    if not quiet:
+        _say(f"  built {name} in {time.monotonic() - started:.0f}s")
+    return name
+
+
 @contextmanager
-def _containerd(scratch: Path) -> Iterator[Path]:
-    """A containerd of our own on this host (content store and metadata only), whose root becomes
-    the node image's /var/lib/containerd; returns its socket."""
-    ensure_package("containerd", "containerd")
+def _containerd(bins: Path, scratch: Path) -> Iterator[Path]:
+    """The node's containerd (`bins`), run on this host for its content store and metadata only (no
+    CRI), whose root becomes the node image's /var/lib/containerd; returns its socket."""
     root = scratch / "containerd"
     socket = scratch / "c.sock"
     config = scratch / "containerd.toml"
+    cri = ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images")
+    # Version 3: the [grpc] and [ttrpc] sections of the server at the top, where version 4 no longer has them.
     config.write_text(
-        "version = 2\n"
+        "version = 3\n"
         f'root = "{root}"\nstate = "{scratch / "state"}"\n'
-        'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+        f"disabled_plugins = {json.dumps(list(cri))}\n"
         f'[grpc]\n  address = "{socket}"\n[ttrpc]\n  address = "{socket}.ttrpc"\n'
     )
     log = (scratch / "containerd.log").open("wb")
-    process = subprocess.Popen(["containerd", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [str(bins / "containerd"), "--config", str(config)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
 
         def answers() -> bool:
@@ -289,7 +360,7 @@ def _containerd(scratch: Path) -> Iterator[Path]:
                 )
             return (
                 subprocess.run(
-                    ["ctr", "--address", str(socket), "version"], capture_output=True, check=False
+                    [str(bins / "ctr"), "--address", str(socket), "version"], capture_output=True, check=False
                 ).returncode
                 == 0
             )
@@ -302,16 +373,16 @@ def _containerd(scratch: Path) -> Iterator[Path]:
         log.close()
 
 
-def _preload(images: Sequence[str], scratch: Path) -> Path:
+def _preload(bins: Path, images: Sequence[str], scratch: Path) -> Path:
     """The images in a containerd root, in the k8s.io namespace the kubelet's CRI uses, not
     unpacked: the node's containerd unpacks each on first use."""
     scratch.mkdir(parents=True)
     archive = scratch / "images.tar"
     docker("save", "-o", str(archive), *images)
-    with _containerd(scratch) as socket:
+    with _containerd(bins, scratch) as socket:
         subprocess.run(
             [
-                "ctr",
+                str(bins / "ctr"),
                 "--address",
                 str(socket),
                 "--namespace",
@@ -338,12 +409,13 @@ FROM {base}
 COPY bin/ /usr/local/bin/
 COPY entrypoint /usr/local/bin/entrypoint
 COPY containerd.toml /etc/containerd/config.toml
-COPY kubelet.service /etc/systemd/system/kubelet.service
+COPY containerd.service kubelet.service /etc/systemd/system/
 COPY kind/ /kind/
 COPY var-lib-containerd/ /var/lib/containerd/
 RUN ln -s /usr/local/bin/kindnode /usr/bin/kubelet \\
  && ln -s /usr/local/bin/kindnode /usr/bin/kubeadm \\
  && ln -s /usr/local/bin/kindnode /usr/bin/kubectl \\
+ && ln -s /etc/systemd/system/containerd.service /etc/systemd/system/multi-user.target.wants/containerd.service \\
  && ln -s /etc/systemd/system/kubelet.service /etc/systemd/system/multi-user.target.wants/kubelet.service \\
  && systemctl mask getty@tty1.service serial-getty@.service console-getty.service systemd-logind.service \\
       apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer dpkg-db-backup.timer
@@ -359,7 +431,13 @@ def tools(*, quiet: bool = False) -> KindImages:
     control_plane = ensure_built(quiet=quiet).bin_dir
     bins = go_binaries(quiet=quiet)
     kubernetes = pinned_versions(module_dir())["kubernetes"]
-    return KindImages(node_image_name(kubernetes), YUNIPLACE_IMAGE, bins / "kind", _tool_dir(bins, control_plane))
+    return KindImages(
+        node_image_name(kubernetes),
+        YUNIPLACE_IMAGE,
+        dra_driver_image(kubernetes),
+        bins / "kind",
+        _tool_dir(bins, control_plane),
+    )
 
 
 def ensure_node_image(*, quiet: bool = False) -> KindImages:
@@ -373,8 +451,9 @@ def ensure_node_image(*, quiet: bool = False) -> KindImages:
     name = node_image_name(kubernetes)
     node_files = kind_dir() / "node"
     inputs = _digest(str(bins), str(control_plane), json.dumps(ROOTFS_PACKAGES), NODE_DOCKERFILE, node_files)
+    images = KindImages(name, YUNIPLACE_IMAGE, dra_driver_image(kubernetes), bins / "kind", tools)
     if image_label(name, INPUTS_LABEL) == inputs:
-        return KindImages(name, YUNIPLACE_IMAGE, bins / "kind", tools)
+        return images
     started = time.monotonic()
     if not quiet:
         _say(
@@ -385,12 +464,14 @@ def ensure_node_image(*, quiet: bool = False) -> KindImages:
     agents_base = _rootfs_image("agents")
     with tempfile.TemporaryDirectory(prefix="node-image-", dir=cache_root()) as directory:
         scratch = Path(directory)
-        images = _side_images(bins, control_plane, agents_base, kubernetes, scratch / "side")
+        side = _side_images(bins, control_plane, agents_base, kubernetes, scratch / "side")
         context = scratch / "context"
         context.mkdir()
-        _preload(images, scratch / "preload").rename(context / "var-lib-containerd")
+        _preload(bins, side, scratch / "preload").rename(context / "var-lib-containerd")
         _link_dir(context / "bin", (bins / "kindnode").resolve(), ())
-        for file in ("entrypoint", "containerd.toml", "kubelet.service"):
+        for binary in CONTAINERD_BUILDS:
+            shutil.copy2(bins / binary, context / "bin" / binary)
+        for file in ("entrypoint", "containerd.toml", "containerd.service", "kubelet.service"):
             shutil.copy2(node_files / file, context / file)
         manifests = context / "kind" / "manifests"
         manifests.mkdir(parents=True)
@@ -400,7 +481,7 @@ def ensure_node_image(*, quiet: bool = False) -> KindImages:
         _build(context, NODE_DOCKERFILE.format(base=node_base, label=INPUTS_LABEL, inputs=inputs), [name])
     if not quiet:
         _say(f"  built {name} in {time.monotonic() - started:.0f}s")
-    return KindImages(name, YUNIPLACE_IMAGE, bins / "kind", tools)
+    return images
 
 
 def _tool_dir(bins: Path, control_plane: Path) -> Path:
@@ -470,5 +551,6 @@ def ensure_all(*, quiet: bool = False) -> KindImages:
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         images = ensure_node_image(quiet=quiet)
+        ensure_dra_driver_image(quiet=quiet)
         ensure_yuniplace_image(quiet=quiet)
     return images
