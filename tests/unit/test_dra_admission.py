@@ -42,6 +42,23 @@ def world(per_node: int = 2, nodes: int = 2, held: tuple[str, ...] = (), **rules
     return made
 
 
+def gated(name: str, app: str, group: str, groups: list[dict[str, Any]], **requests: str) -> dict[str, Any]:
+    """A member of `app` in `group` (each carries the task groups), gated, asking `requests` (cpu 1 by default)."""
+    return builders.member(
+        name,
+        app=app,
+        group=group,
+        task_groups=groups,
+        namespace=NS,
+        uid=f"uid-{name}",
+        rv="1",
+        created="2026-01-01T00:00:00Z",
+        requests=requests or {"cpu": "1"},
+        gates=[keys.GATE],
+        phase="Pending",
+    )
+
+
 def gpu_gang(
     made: World, app: str, members: int, template: str = "two", min_resource: dict[str, str] | None = None
 ) -> None:
@@ -49,19 +66,7 @@ def gpu_gang(
     groups = [builders.task_group("workers", members, min_resource or {"cpu": "1"})]
     pods = [
         builders.using_claims(
-            builders.member(
-                f"{app}-{i}",
-                app=app,
-                group="workers",
-                task_groups=groups,
-                namespace=NS,
-                uid=f"uid-{app}-{i}",
-                rv="1",
-                created="2026-01-01T00:00:00Z",
-                requests={"cpu": "1"},
-                gates=[keys.GATE],
-                phase="Pending",
-            ),
+            gated(f"{app}-{i}", app, "workers", groups),
             templates=[template],
         )
         for i in range(members)
@@ -119,19 +124,7 @@ def test_devices_a_task_group_names_count_for_members_yet_to_come() -> None:
         builders.task_group("driver", 1, {"cpu": "1"}),
         builders.task_group("executors", 3, {"cpu": "1", GPU: "2"}),
     ]
-    originator = builders.member(
-        "driver",
-        app="spark",
-        group="driver",
-        task_groups=groups,
-        namespace=NS,
-        uid="uid-driver",
-        rv="1",
-        created="2026-01-01T00:00:00Z",
-        requests={"cpu": "1"},
-        gates=[keys.GATE],
-        phase="Pending",
-    )
+    originator = gated("driver", "spark", "driver", groups)
     made.store.upsert(originator)
     ticket = made.ticket("spark")
     assert isinstance(ticket, Waiting) and ticket.reason is Reason.GANG_EXCEEDS_CAPACITY, ticket
@@ -150,19 +143,7 @@ def extended_gang(made: World, app: str, members: int) -> None:
     """A gang whose members ask 2 devices each by the extended resource the class names."""
     groups = [builders.task_group("workers", members, {"cpu": "1", "example.com/gpu": "2"})]
     for i in range(members):
-        pod = builders.member(
-            f"{app}-{i}",
-            app=app,
-            group="workers",
-            task_groups=groups,
-            namespace=NS,
-            uid=f"uid-{app}-{i}",
-            rv="1",
-            created="2026-01-01T00:00:00Z",
-            requests={"cpu": "1", "example.com/gpu": "2"},
-            gates=[keys.GATE],
-            phase="Pending",
-        )
+        pod = gated(f"{app}-{i}", app, "workers", groups, **{"cpu": "1", "example.com/gpu": "2"})
         made.store.upsert(pod)
         made.room.pod_event("ADDED", pod)
 
@@ -203,19 +184,7 @@ def test_a_claim_the_members_share_is_counted_once_for_the_gang() -> None:
     for app, members in (("pair", 2), ("trio", 3)):
         groups = [builders.task_group("workers", members, {"cpu": "1"})]
         for i in range(members):
-            pod = builders.member(
-                f"{app}-{i}",
-                app=app,
-                group="workers",
-                task_groups=groups,
-                namespace=NS,
-                uid=f"uid-{app}-{i}",
-                rv="1",
-                created="2026-01-01T00:00:00Z",
-                requests={"cpu": "1"},
-                gates=[keys.GATE],
-                phase="Pending",
-            )
+            pod = gated(f"{app}-{i}", app, "workers", groups)
             made.store.upsert(builders.using_claims(pod, templates=["one"], claims=["channel"]))
     assert isinstance(made.ticket("pair"), Granted)
     trio = made.ticket("trio")
