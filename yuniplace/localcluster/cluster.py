@@ -446,6 +446,25 @@ class LocalCluster:
         self.stop_component(component, kill=kill)
         self.start_component(component, timeout_s=timeout_s)
 
+    def switch_on(self, features: comp.Features, *, timeout_s: float = COMPONENT_TIMEOUT_S) -> None:
+        """Restart the API server, then kube-controller-manager and kube-scheduler, with `features` on
+        besides those they had, as an administrator switches a feature gate on (the Workload API, say):
+        one at a time, each on its ports, the others left running."""
+        state = self._running_state("kube-apiserver")
+        merged = comp.Features(state["feature_gates"], tuple(state["apis"])).merged(features)
+        bin_dir, ports = Path(state["bin_dir"]), comp.Ports(**state["ports"])
+        rebuilt = (
+            comp.kube_apiserver(bin_dir, self.layout, ports, merged),
+            comp.kube_controller_manager(bin_dir, self.layout, ports, merged),
+            comp.kube_scheduler(bin_dir, self.layout, ports, merged),
+        )
+        for component in rebuilt:
+            self.stop_component(component.name)
+            state = self._running_state(component.name)
+            state["stopped"] = [e for e in state.get("stopped", []) if e["name"] != component.name]
+            state["feature_gates"], state["apis"] = dict(merged.gates), list(merged.apis)
+            self._launch(component, state, timeout_s)
+
     # -- down -------------------------------------------------------------------------------------
 
     def _stop_processes(self, processes: list[Process], *, kill: bool = False) -> None:
