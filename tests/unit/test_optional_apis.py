@@ -37,13 +37,10 @@ class Discovery:
         self.served = served
         self.down = False
         self.broken: set[str] = set()
-        self.asked = 0
 
     def get(self, path: str, **_: Any) -> dict[str, Any]:
         if self.down or path in self.broken:
             raise ServerError(503, "ServiceUnavailable", "the API server is restarting")
-        if path == "/apis":
-            self.asked += 1
         documents = builders.discovery(self.served)
         if path not in documents:
             raise NotFound(404, "NotFound", f"{path} not found")
@@ -104,7 +101,7 @@ def karpenter(served: bool = True) -> dict[str, list[str]]:
 
 def test_at_start_what_is_served_is_started_and_nothing_is_announced() -> None:
     following = Following(Discovery(karpenter()))
-    synced = following.follower.look(initial=True)
+    synced = following.follower.look()
     assert len(synced) == 1
     read = ServedApi(KARPENTER_API, frozenset({"nodepools", "nodeclaims", "nodepools/status"}))
     assert following.calls("karpenter") == [("start", read)]
@@ -116,7 +113,7 @@ def test_at_start_what_is_served_is_started_and_nothing_is_announced() -> None:
 def test_an_api_that_appears_is_started_said_once_and_every_gang_is_decided_again() -> None:
     cluster = Discovery(WITHOUT_APIS)
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.served = karpenter()
     following.follower.look()
     following.follower.look()  # nothing changed since: nothing more
@@ -133,7 +130,7 @@ def test_an_api_that_appears_is_started_said_once_and_every_gang_is_decided_agai
 def test_an_api_gone_is_stopped_once_it_has_stayed_away_and_said_once(caplog: pytest.LogCaptureFixture) -> None:
     cluster = Discovery(karpenter())
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.served = karpenter(served=False)
     following.follower.look()
     assert [call for call, _ in following.calls("karpenter")] == ["start"]  # not yet
@@ -153,7 +150,7 @@ def test_an_api_missing_for_a_moment_is_no_api_gone() -> None:
     """An API server that has just restarted may list a CRD's group a moment late."""
     cluster = Discovery(karpenter())
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.served = karpenter(served=False)
     following.follower.look()
     cluster.served = karpenter()
@@ -169,7 +166,7 @@ def test_an_api_missing_for_a_moment_is_no_api_gone() -> None:
 def test_discovery_that_cannot_be_asked_changes_nothing() -> None:
     cluster = Discovery(karpenter())
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.down = True
     for _ in range(3):
         following.clock.now += GONE_AFTER_S
@@ -182,12 +179,25 @@ def test_discovery_that_cannot_be_asked_changes_nothing() -> None:
     assert following.changes == [] and set(following.follower.read_now()) == {"karpenter"}
 
 
+def test_discovery_first_answering_late_is_the_state_of_things_not_a_change() -> None:
+    """The API server unreachable as the controller starts: what it serves once it answers is read, and
+    nothing is announced, as at any start."""
+    cluster = Discovery(karpenter())
+    cluster.down = True
+    following = Following(cluster)
+    assert following.follower.look() == []
+    cluster.down = False
+    assert len(following.follower.look()) == 1
+    assert set(following.follower.read_now()) == {"karpenter"}
+    assert following.changes == [] and following.decided_again == 0
+
+
 def test_the_workload_api_served_in_a_newer_version_moves_to_it_keeping_what_was_read() -> None:
     """An upgrade that serves v1beta1 beside v1alpha3: the newer is read, the groups read so far kept
     until the new watch lists them (a gang must not find its group gone meanwhile)."""
     cluster = Discovery({**WITHOUT_APIS, f"{SCHEDULING}/v1alpha3": ["podgroups", "workloads"]})
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.served[f"{SCHEDULING}/v1beta1"] = ["podgroups", "workloads", "podgroups/status"]
     following.follower.look()
     calls = following.calls("workload-api")
@@ -200,7 +210,7 @@ def test_the_workload_api_served_in_a_newer_version_moves_to_it_keeping_what_was
 def test_a_crd_given_a_status_subresource_restarts_its_watches() -> None:
     cluster = Discovery({**WITHOUT_APIS, podgroup.API: ["podgroups"]})
     following = Following(cluster)
-    following.follower.look(initial=True)
+    following.follower.look()
     cluster.served[podgroup.API] = ["podgroups", "podgroups/status"]
     following.follower.look()
     calls = following.calls("podgroups")
@@ -212,7 +222,7 @@ def test_a_version_of_the_workload_api_yuniplace_does_not_read_is_said_once(capl
     cluster = Discovery({**WITHOUT_APIS, f"{SCHEDULING}/v2": ["podgroups"]})
     following = Following(cluster)
     with caplog.at_level(logging.WARNING):
-        following.follower.look(initial=True)
+        following.follower.look()
         following.follower.look()
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "scheduling.k8s.io/v2, a version yuniplace does not read" in said[0], said
@@ -230,7 +240,7 @@ def test_a_crd_of_a_group_read_makes_discovery_be_asked_at_once() -> None:
 
 def test_the_record_says_what_is_read_and_since_when() -> None:
     following = Following(Discovery({**karpenter(), podgroup.API: ["podgroups", "podgroups/status"]}))
-    following.follower.look(initial=True)
+    following.follower.look()
     record = json.loads(following.follower.record())
     assert set(record) == {"karpenter", "podgroups"}
     assert record["podgroups"]["api"] == "scheduling.x-k8s.io/v1alpha1"

@@ -183,7 +183,7 @@ class ApiFollower:
         self._stopped = threading.Event()
         self._groups = {group_of(path) for feed in self._feeds for path in feed.optional_api.paths}
         self._crds: ListWatch | None = None
-        self.looked = 0  # how many times discovery was asked (for tests and the debug log)
+        self._known = False  # discovery has answered once: what changes after is said
 
     # -- what is read ------------------------------------------------------------------------------
 
@@ -204,7 +204,7 @@ class ApiFollower:
     def start(self) -> list[threading.Event]:
         """Ask discovery once and start the feeds of what is served (their first lists are what the
         controller waits for before it is ready), then follow changes in a thread of its own."""
-        synced = self.look(initial=True)
+        synced = self.look()
         self._watch_crds()
         threading.Thread(target=self._run, name="optional-apis", daemon=True).start()
         return synced
@@ -243,9 +243,10 @@ class ApiFollower:
                 next_period = now + self._period_s
             self.look()
 
-    def look(self, *, initial: bool = False) -> list[threading.Event]:
+    def look(self) -> list[threading.Event]:
         """Ask discovery, start what came and stop what went; return the first-list events of the feeds
-        started."""
+        started. What discovery first says (at start, or once it could first be asked) is logged as the
+        state of things; every change after is said, and every gang decided again."""
         feeds = self._feeds
         try:
             found = discover(self._client, [path for feed in feeds for path in feed.optional_api.paths])
@@ -254,7 +255,7 @@ class ApiFollower:
             with self._lock:
                 self._looks.append(self._clock() + RETRY_S)
             return []
-        self.looked += 1
+        initial, self._known = not self._known, True
         synced: list[threading.Event] = []
         changes: list[Change] = []
         for feed in feeds:
@@ -282,12 +283,10 @@ class ApiFollower:
                 synced += feed.start(served, self.soon)
                 with self._lock:
                     self._read[api.key] = _Read(served, _now())
-            if initial:
-                self._said_at_start(api, served)
-            else:
+            if not initial:
                 changes.append(Change(api, before, served))
         if initial:
-            self._said_at_start_unserved(found)
+            self._log_state(found)
         for change in changes:
             (log.warning if change.gone else log.info)("optional API: %s", change.note)
             self._announce(change)
@@ -304,17 +303,16 @@ class ApiFollower:
             return True
         with self._lock:
             self._looks.append(since + GONE_AFTER_S)
-        self._wake.set()
         return False
 
-    def _said_at_start(self, api: OptionalApi, served: ServedApi | None) -> None:
-        if served is not None:
-            log.info("optional API %s: %s", served.version, api.reads)
-
-    def _said_at_start_unserved(self, found: Discovered) -> None:
+    def _log_state(self, found: Discovered) -> None:
+        """What is read and what is not, as discovery first said it."""
+        read = self.read_now()
         for feed in self._feeds:
             api = feed.optional_api
-            if api.key not in self._read and not isinstance(api.served_as(found), Unknown):
+            if api.key in read:
+                log.info("optional API %s: %s", read[api.key].version, api.reads)
+            elif not isinstance(api.served_as(found), Unknown):
                 log.info("optional API %s is not served: %s", api.paths[0].removeprefix("/apis/"), api.without)
 
     def _say_unread(self, api: OptionalApi, found: Discovered) -> None:
