@@ -341,7 +341,7 @@ def test_a_crd_deleted_under_the_controller_is_said_once_and_other_gangs_go_on(
         warned = [
             line
             for line in process.log_path.read_text().splitlines()
-            if " WARNING " in line and ("podgroups" in line or "scheduling.x-k8s.io" in line)
+            if " WARNING " in line and ("watch of podgroups " in line or "scheduling.x-k8s.io" in line)
         ]
         assert len(warned) == 1 and "is no longer served" in warned[0], warned
         record = reads(cluster, f"{namespace}/yuniplace", lambda r: "podgroups" not in r and "volcano-podgroups" in r)

@@ -242,3 +242,19 @@ def test_a_collection_not_served_is_said_once_and_a_watch_open_again_is_told(cap
     assert reconnected == [True] and lists == [[]]
     assert client.accepts[:4] == [METADATA_LIST] * 3 + [METADATA_WATCH]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "an API gone is no watch failing"
+
+
+def test_one_break_mended_at_once_is_routine_and_breaks_in_a_row_are_warned(caplog: Any) -> None:
+    done = threading.Event()
+    client = ScriptedClient(
+        lists=[{"items": [], "metadata": {"resourceVersion": "1"}}],
+        watches=[FakeResponse([], broken=True), FakeResponse([], broken=True)],
+        done=done,
+    )
+    with caplog.at_level(logging.INFO):
+        run_script(client)
+    said = [(r.levelno, r.getMessage().split(" (")[0]) for r in caplog.records if "failed" in r.getMessage()]
+    assert said[:2] == [
+        (logging.INFO, "watch of /api/v1/pods failed"),
+        (logging.WARNING, "watch of /api/v1/pods failed"),
+    ]

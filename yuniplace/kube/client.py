@@ -230,8 +230,10 @@ class KubeClient:
 
     # -- verbs ------------------------------------------------------------------------------------
 
-    def get(self, path: str, *, decode: Decode = json.loads, accept: str | None = None, **query: Any) -> JsonObject:
-        return self.request("GET", path, query=query, decode=decode, accept=accept)
+    def get(
+        self, path: str, *, decode: Decode = json.loads, accept: str | None = None, retry: bool = True, **query: Any
+    ) -> JsonObject:
+        return self.request("GET", path, query=query, decode=decode, accept=accept, retry=retry)
 
     def create(self, path: str, body: JsonObject, *, decode: Decode = json.loads, **query: Any) -> JsonObject:
         return self.request("POST", path, body=body, query=query, decode=decode)

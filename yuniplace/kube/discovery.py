@@ -54,7 +54,7 @@ def discover(client: KubeClient, apis: Iterable[str]) -> Discovered:
         if api not in served:
             continue
         try:
-            found = client.get(api)
+            found = client.get(api, retry=False)  # an error leaves its API as it was: not retried here
         except NotFound:
             continue  # gone since the group list was read
         except ApiError as error:

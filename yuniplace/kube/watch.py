@@ -114,8 +114,10 @@ class ListWatch:
         items: list[JsonObject] = []
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **self._selectors}
         while True:
-            accept = {"accept": METADATA_LIST} if self._metadata_only else {}
-            page = self._client.get(self._path, decode=self._decoding.page, **accept, **query)
+            if self._metadata_only:
+                page = self._client.get(self._path, decode=self._decoding.page, accept=METADATA_LIST, **query)
+            else:
+                page = self._client.get(self._path, decode=self._decoding.page, **query)
             page_items = page.get("items") or []  # null in an empty list of metadata
             items.extend(page_items if self._trim is None else map(self._trim, page_items))
             metadata = page.get("metadata", {})
@@ -184,5 +186,8 @@ class ListWatch:
                         self._on_missing()
                     missing = True
                 else:
-                    log.warning("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
+                    # One break, mended by the next attempt, is routine (a server that closed the stream, an
+                    # API server restarting): told at INFO; one that persists is a warning.
+                    said = log.warning if failures > 1 else log.info
+                    said("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
                 self._stopped.wait(delay)
