@@ -266,3 +266,24 @@ def using_claims(pod: dict[str, Any], *, templates: Sequence[str] = (), claims: 
     container = pod["spec"]["containers"][0]
     container.setdefault("resources", {})["claims"] = [{"name": e["name"]} for e in entries]
     return pod
+
+
+def discovery(served: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """API discovery's documents by path, as the apiserver serves them: `served` maps a group version
+    ("/apis/karpenter.sh/v1") to its resources; /apis lists each group with its versions."""
+    groups: dict[str, list[str]] = {}
+    for path in served:
+        group, version = path.removeprefix("/apis/").split("/")
+        groups.setdefault(group, []).append(version)
+    documents: dict[str, dict[str, Any]] = {
+        "/apis": {
+            "kind": "APIGroupList",
+            "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs]}
+                for g, vs in groups.items()
+            ],
+        }
+    }
+    for path, resources in served.items():
+        documents[path] = {"kind": "APIResourceList", "resources": [{"name": name} for name in resources]}
+    return documents

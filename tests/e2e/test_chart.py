@@ -67,7 +67,16 @@ ADMISSION_RULES = {
     ("resource.aibee.cn", "pools"): {"list", "watch"},
     ("karpenter.sh", "nodepools"): {"list", "watch"},
     ("karpenter.sh", "nodeclaims"): {"list", "watch"},
+    ("resource.k8s.io", "deviceclasses"): {"list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"list", "watch"},
+    ("resource.k8s.io", "resourceclaimtemplates"): {"list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims/status"): {"patch"},
+    ("resource.k8s.io", "resourceclaims/binding"): {"patch"},
 }
+# The optional APIs as they come and go: CRDs watched (their metadata), unless the install is confined to
+# one namespace with admission off.
+APIS_RULES = {("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"}}
 VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 RESTRICTED_CONTAINER = {
     "allowPrivilegeEscalation": False,
@@ -309,12 +318,12 @@ def test_watch_namespace_and_outside_webhook_are_accepted_by_the_apiserver(
     assert out.count("(server dry run)") == len(manifests), out
 
     # Pods and events: a Role in the watched namespace instead of a ClusterRole; cluster-wide, only
-    # admission's reading of nodes, pods, Volcano's Queues, ai-scheduler's Pools and Karpenter's
-    # NodePools and NodeClaims.
-    [cluster_role] = objects(manifests, "ClusterRole")
-    assert rule_verbs(cluster_role) == ADMISSION_RULES
-    [cluster_binding] = objects(manifests, "ClusterRoleBinding")
-    assert cluster_binding["roleRef"]["name"] == cluster_role["metadata"]["name"]
+    # admission's reading of nodes, pods, Volcano's Queues, ai-scheduler's Pools, Karpenter's NodePools and
+    # NodeClaims and DRA's objects, and the CRDs' metadata.
+    cluster_roles = objects(manifests, "ClusterRole")
+    assert [rule_verbs(role) for role in cluster_roles] == [ADMISSION_RULES, APIS_RULES]
+    cluster_bindings = objects(manifests, "ClusterRoleBinding")
+    assert [b["roleRef"]["name"] for b in cluster_bindings] == [r["metadata"]["name"] for r in cluster_roles]
     roles = {m["metadata"]["namespace"]: m for m in objects(manifests, "Role")}
     assert set(roles) == {namespace, other_namespace}
     assert rule_verbs(roles[other_namespace]) == CONTROLLER_RULES
@@ -485,9 +494,7 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
 
     # RBAC: exactly the controller's verbs, no wildcard anywhere, the Lease in a namespaced Role.
     cluster_roles = [rule_verbs(m) for m in objects(manifests, "ClusterRole")]
-    assert len(cluster_roles) == 2 and CONTROLLER_RULES in cluster_roles and ADMISSION_RULES in cluster_roles, (
-        cluster_roles
-    )
+    assert cluster_roles == [CONTROLLER_RULES, ADMISSION_RULES, APIS_RULES], cluster_roles
     for role in objects(manifests, "ClusterRole") + objects(manifests, "Role"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
@@ -495,11 +502,15 @@ def test_default_policy_is_the_documented_one(cluster: Cluster, namespace: str) 
     assert set(roles) == {"yp-yuniplace-leader-election", "yp-yuniplace-restarts"}
     lease_role, counts_role = roles["yp-yuniplace-leader-election"], roles["yp-yuniplace-restarts"]
     assert lease_role["metadata"]["namespace"] == counts_role["metadata"]["namespace"] == namespace
-    assert sorted((r["verbs"], r.get("resourceNames")) for r in lease_role["rules"]) == [
-        (["create"], None),
-        (["get", "update"], ["yp-yuniplace"]),
-    ]
-    assert all(r["apiGroups"] == ["coordination.k8s.io"] and r["resources"] == ["leases"] for r in lease_role["rules"])
+    # The Lease: created once, then read and written by its name only; events on it (an optional API come
+    # or gone).
+    assert rule_verbs(lease_role) == {
+        ("coordination.k8s.io", "leases"): {"create", "get", "update"},
+        ("events.k8s.io", "events"): {"create"},
+    }
+    assert sorted(
+        (r["verbs"], r.get("resourceNames")) for r in lease_role["rules"] if r["resources"] == ["leases"]
+    ) == [(["create"], None), (["get", "update"], ["yp-yuniplace"])]
     # The ConfigMap of restart counts: created once, then read and patched by its name only.
     assert sorted((r["verbs"], r.get("resourceNames")) for r in counts_role["rules"]) == [
         (["create"], None),
@@ -657,8 +668,8 @@ def test_admission_and_strict_backoff_values(cluster: Cluster, namespace: str, t
 
     unadmitted = render(cluster, "yp", namespace, {"admission": "off"})
     assert "--admission=off" in container_args(unadmitted)
-    assert [rule_verbs(m) for m in objects(unadmitted, "ClusterRole")] == [CONTROLLER_RULES]
-    assert len(objects(unadmitted, "ClusterRoleBinding")) == 1
+    assert [rule_verbs(m) for m in objects(unadmitted, "ClusterRole")] == [CONTROLLER_RULES, APIS_RULES]
+    assert len(objects(unadmitted, "ClusterRoleBinding")) == 2
 
     # A values file's bare `off` is YAML's false: still off. With watchNamespace as well, the controller
     # has no cluster-wide access at all.
@@ -1083,7 +1094,7 @@ def test_controller_needs_no_more_than_the_chart_grants(
     )["items"]
     assert (
         len(bound)
-        == {("cluster", "capacity"): 2, ("namespace", "capacity"): 1, ("namespace", "off"): 0}[(scope, admission)]
+        == {("cluster", "capacity"): 3, ("namespace", "capacity"): 2, ("namespace", "off"): 0}[(scope, admission)]
     ), [b["metadata"]["name"] for b in bound]
     kubeconfig = service_account_kubeconfig(cluster, namespace, account, tmp_path / "kubeconfig")
     process = ControllerProcess.for_namespace(

@@ -173,18 +173,15 @@ def test_nothing_is_said_of_a_gang_whose_api_version_is_not_read() -> None:
 
 
 class Discovery:
-    """A client answering API discovery only: `served` maps a path to the versions of a group or the
-    resources of a group version; other paths are not served."""
+    """A client answering API discovery only: `served` maps a group version to its resources."""
 
     def __init__(self, served: dict[str, list[str]]) -> None:
-        self.served = served
+        self.documents = builders.discovery(served)
 
     def get(self, path: str, **_: Any) -> dict[str, Any]:
-        if path not in self.served:
+        if path not in self.documents:
             raise NotFound(404, "NotFound", f"{path} not found")
-        if path.count("/") == 2:  # /apis/<group>: its versions
-            return {"versions": [{"version": v} for v in self.served[path]]}
-        return {"resources": [{"name": name} for name in self.served[path]]}
+        return self.documents[path]
 
 
 GROUP_PATH = "/apis/scheduling.k8s.io"
@@ -196,7 +193,6 @@ GROUP_PATH = "/apis/scheduling.k8s.io"
         # 1.37 with the API on: the beta wins over the alpha served beside it.
         (
             {
-                GROUP_PATH: ["v1", "v1beta1", "v1alpha3"],
                 f"{GROUP_PATH}/v1": ["priorityclasses"],
                 f"{GROUP_PATH}/v1beta1": ["workloads", "podgroups", "podgroups/status"],
                 f"{GROUP_PATH}/v1alpha3": ["workloads", "podgroups"],
@@ -204,9 +200,9 @@ GROUP_PATH = "/apis/scheduling.k8s.io"
             ("v1beta1", "podgroups"),
         ),
         # 1.35: Workloads only, which its pods point at.
-        ({GROUP_PATH: ["v1", "v1alpha1"], f"{GROUP_PATH}/v1alpha1": ["workloads"]}, ("v1alpha1", "workloads")),
+        ({f"{GROUP_PATH}/v1": ["priorityclasses"], f"{GROUP_PATH}/v1alpha1": ["workloads"]}, ("v1alpha1", "workloads")),
         # The gates off: PriorityClasses only.
-        ({GROUP_PATH: ["v1"], f"{GROUP_PATH}/v1": ["priorityclasses"]}, None),
+        ({f"{GROUP_PATH}/v1": ["priorityclasses"]}, None),
     ],
 )
 def test_the_newest_served_version_yuniplace_reads_is_watched(
@@ -219,7 +215,7 @@ def test_the_newest_served_version_yuniplace_reads_is_watched(
 def test_a_version_yuniplace_does_not_know_is_named_and_left_to_kube_scheduler(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    served = {GROUP_PATH: ["v1", "v2alpha1"], f"{GROUP_PATH}/v2alpha1": ["podgroups"], f"{GROUP_PATH}/v1": []}
+    served = {f"{GROUP_PATH}/v2alpha1": ["podgroups"], f"{GROUP_PATH}/v1": []}
     assert served_native_version(cast(KubeClient, Discovery(served))) is None
     assert "scheduling.k8s.io/v2alpha1, a version yuniplace does not read" in caplog.text
     assert "left to kube-scheduler" in caplog.text

@@ -8,11 +8,13 @@ from typing import Any, cast
 
 import pytest
 
+from tests import builders
 from tests.planning import (
     NOW,
     make_pod,
 )
-from yuniplace.controller.podgroups import PodGroups, PodGroupWatch, status_path
+from yuniplace.controller.optionalapis import ServedApi
+from yuniplace.controller.podgroups import PodGroups, PodGroupWatch, pod_group_optional_api, status_path
 from yuniplace.controller.podgroupstatus import pod_group_status
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -20,6 +22,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import podgroup, volcano
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound
+from yuniplace.kube.discovery import discover
 from yuniplace.runtime.store import PodStore
 
 NS = "default"
@@ -163,31 +166,42 @@ def test_each_pod_group_gets_its_own_schedulers_status() -> None:
 
 
 class Discovery:
-    """A client that answers API discovery only: `served` maps an API to its resources, or to None
-    when it is not installed."""
+    """A client that answers API discovery only: `served` maps a group version to its resources. Its
+    collections cannot be watched: a watch started here only records how the API is served."""
 
-    def __init__(self, served: dict[str, list[str] | None]) -> None:
-        self.served = served
+    def __init__(self, served: dict[str, list[str]]) -> None:
+        self.documents = builders.discovery(served)
 
     def get(self, path: str, **_: Any) -> dict[str, Any]:
-        resources = self.served.get(path)
-        if resources is None:
+        if path not in self.documents:
             raise NotFound(404, "NotFound", f"{path} not found")
-        return {"resources": [{"name": name} for name in resources]}
+        return self.documents[path]
+
+    def open_stream(self, path: str, **_: Any) -> Any:
+        raise OSError(f"no watch of {path} here")
 
 
-def watches(served: dict[str, list[str] | None], pods: dict[p.AppKey, list[Any]]) -> PodGroups:
-    """PodGroup watches whose applications' dialects are those of `pods`, as the store reads them."""
+def watches(served: dict[str, list[str]], pods: dict[p.AppKey, list[Any]]) -> PodGroups:
+    """PodGroup watches whose applications' dialects are those of `pods`, as the store reads them, each
+    started (and at once stopped) where `served` serves its API, as the follower of APIs starts them."""
     client = cast(KubeClient, Discovery(served))
     store = PodStore()
     store.replace([pod for members in pods.values() for pod in members])
-    return PodGroups(client, None, lambda _key: None, store.pod_group_dialect)
+    groups = PodGroups(client, None, lambda _key: None, store.pod_group_dialect)
+    found = discover(client, [path for feed in groups.feeds() for path in feed.optional_api.paths])
+    for watch in groups.watches.values():
+        if isinstance(api := watch.optional_api.served_as(found), ServedApi):
+            watch.start(api, lambda: None)
+            watch.stop(forget=False)
+    return groups
 
 
 def test_each_api_is_read_only_when_served() -> None:
-    groups = watches({keys.VOLCANO_API: ["podgroups", "podgroups/status", "queues"]}, {})
-    assert [w.served() for w in groups.watches.values()] == [False, True]
-    assert groups.watches[VOLCANO_GROUPS].status_subresource
+    client = cast(KubeClient, Discovery({keys.VOLCANO_API: ["podgroups", "podgroups/status", "queues"]}))
+    groups = PodGroups(client, None, lambda _key: None, PodStore().pod_group_dialect)
+    found = discover(client, [path for feed in groups.feeds() for path in feed.optional_api.paths])
+    served = [w.optional_api.served_as(found) for w in groups.watches.values()]
+    assert served == [None, ServedApi(keys.VOLCANO_API, frozenset({"podgroups", "podgroups/status"}))]
 
 
 def test_status_is_written_where_the_installed_crd_takes_it() -> None:
@@ -195,13 +209,11 @@ def test_status_is_written_where_the_installed_crd_takes_it() -> None:
     assert status_path(PLUGIN_GROUPS, KEY, subresource=False) == (f"{podgroup.API}/namespaces/{NS}/podgroups/tf-job")
     # Volcano's own CRD serves no status subresource: the status is part of the object.
     groups = watches({keys.VOLCANO_API: ["podgroups"], podgroup.API: ["podgroups", "podgroups/status"]}, {})
-    assert all(w.served() for w in groups.watches.values())
     assert groups.status_path(VOLCANO_GROUPS, KEY) == f"{keys.VOLCANO_API}/namespaces/{NS}/podgroups/tf-job"
     assert groups.status_path(PLUGIN_GROUPS, KEY).endswith("/podgroups/tf-job/status")
-    # A CRD installed a moment ago, whose resources discovery does not list yet: the chart's, with one.
-    fresh = watches({keys.VOLCANO_API: []}, {})
-    assert fresh.watches[VOLCANO_GROUPS].served()
-    assert fresh.status_path(VOLCANO_GROUPS, KEY).endswith("/podgroups/tf-job/status")
+    # A CRD installed a moment ago, whose resources discovery does not list yet, is not read yet.
+    unlisted = discover(cast(KubeClient, Discovery({keys.VOLCANO_API: []})), [keys.VOLCANO_API])
+    assert pod_group_optional_api(VOLCANO_GROUPS).served_as(unlisted) is None
 
 
 def test_an_application_gets_the_pod_group_of_the_api_its_pods_name() -> None:

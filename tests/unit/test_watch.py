@@ -1,16 +1,18 @@
 """The list-then-watch loop against a scripted API: resourceVersion tracking, bookmarks, re-list on
-410 Gone, reconnect after a broken stream."""
+410 Gone, reconnect after a broken stream, a collection whose API is not served (404), metadata only."""
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any
 
 import urllib3
 
+from yuniplace.kube import NotFound
 from yuniplace.kube.client import lines_of
-from yuniplace.kube.watch import ListWatch
+from yuniplace.kube.watch import METADATA_LIST, METADATA_WATCH, ListWatch
 
 
 def pod(name: str, rv: str) -> dict[str, Any]:
@@ -186,3 +188,73 @@ class ShutDownMidStream:
 def test_nothing_read_after_the_stop_is_yielded() -> None:
     stopped = threading.Event()
     assert list(lines_of(ShutDownMidStream(stopped), stopped)) == [b'{"type": "ADDED"}']  # type: ignore[arg-type]
+
+
+class GoneThenBack:
+    """A collection whose API is not served for two lists (404), then is: a list of metadata, then a
+    watch that ends the script."""
+
+    def __init__(self, done: threading.Event) -> None:
+        self.answers: list[Any] = [
+            NotFound(404, "NotFound", "the server could not find the requested resource"),
+            NotFound(404, "NotFound", "the server could not find the requested resource"),
+            {"items": None, "metadata": {"resourceVersion": "7"}},  # an empty list of metadata says null
+        ]
+        self.accepts: list[str | None] = []
+        self.done = done
+
+    def get(self, path: str, **query: Any) -> dict[str, Any]:
+        self.accepts.append(query.get("accept"))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    def open_stream(self, path: str, *, query: dict[str, Any], timeout_s: float, accept: str) -> FakeResponse:
+        self.accepts.append(accept)
+        self.done.set()
+        return FakeResponse([])
+
+
+def test_a_collection_not_served_is_said_once_and_a_watch_open_again_is_told(caplog: Any) -> None:
+    done = threading.Event()
+    client = GoneThenBack(done)
+    missing: list[bool] = []
+    reconnected: list[bool] = []
+    lists: list[list[Any]] = []
+    watch = ListWatch(
+        client,  # type: ignore[arg-type]
+        "/apis/karpenter.sh/v1/nodepools",
+        on_list=lists.append,
+        on_event=lambda kind, obj: None,
+        name="nodepools",
+        metadata_only=True,
+        on_missing=lambda: missing.append(True),
+        on_reconnected=lambda: reconnected.append(True),
+    )
+    thread = threading.Thread(target=watch.run, daemon=True)
+    with caplog.at_level(logging.INFO):
+        thread.start()
+        assert done.wait(10)
+        watch.stop()
+        thread.join(10)
+    assert missing == [True], "two 404s in a row are one API gone"
+    assert reconnected == [True] and lists == [[]]
+    assert client.accepts[:4] == [METADATA_LIST] * 3 + [METADATA_WATCH]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "an API gone is no watch failing"
+
+
+def test_one_break_mended_at_once_is_routine_and_breaks_in_a_row_are_warned(caplog: Any) -> None:
+    done = threading.Event()
+    client = ScriptedClient(
+        lists=[{"items": [], "metadata": {"resourceVersion": "1"}}],
+        watches=[FakeResponse([], broken=True), FakeResponse([], broken=True)],
+        done=done,
+    )
+    with caplog.at_level(logging.INFO):
+        run_script(client)
+    said = [(r.levelno, r.getMessage().split(" (")[0]) for r in caplog.records if "failed" in r.getMessage()]
+    assert said[:2] == [
+        (logging.INFO, "watch of /api/v1/pods failed"),
+        (logging.WARNING, "watch of /api/v1/pods failed"),
+    ]

@@ -21,10 +21,12 @@ from yuniplace.cliargs import (
 )
 from yuniplace.controller.controller import Controller
 from yuniplace.controller.plan import Settings
+from yuniplace.gang import keys
 from yuniplace.gang.groups import GroupConsent
 from yuniplace.gang.placeholders import DEFAULT_IMAGE
 from yuniplace.kube import KubeClient
 from yuniplace.kube.versions import check_server
+from yuniplace.runtime.events import ObjectRef
 from yuniplace.runtime.leader import LeaderElector, LeaseTiming
 from yuniplace.runtime.metrics import Metrics
 from yuniplace.webhook import command as webhook_command
@@ -197,6 +199,16 @@ def rules_from(args: argparse.Namespace) -> AdmissionRules:
     )
 
 
+def speaks_on(args: argparse.Namespace) -> ObjectRef | None:
+    """The object the controller's own events go on (an optional API come or gone): its Lease with leader
+    election, else its pod where it runs in one (the chart gives it POD_NAME), else none: logged only."""
+    if args.leader_elect:
+        return ObjectRef("coordination.k8s.io/v1", "Lease", args.leader_election_namespace, args.leader_election_id)
+    pod = os.environ.get("POD_NAME")
+    namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
+    return None if not pod else ObjectRef("v1", "Pod", namespace, pod)
+
+
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, args.log_format)
     limits = limits_from(args)
@@ -222,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         rules=rules_from(args),
         queues_configmap=args.queues_configmap,
         restarts_configmap=args.restarts_configmap or (args.leader_election_namespace, "yuniplace-restarts"),
+        speaks_on=speaks_on(args),
     )
     server = httpserver.serve(args.http_address, metrics.registry, ready=controller.synced.is_set)
     webhook = (
@@ -247,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
             name=args.leader_election_id,
             identity=identity,
             timing=LeaseTiming(args.lease_duration, args.renew_deadline, args.retry_period),
+            labels={keys.CONTROLLER_LEASE: "true"},
+            notes=lambda: {keys.OPTIONAL_APIS: controller.apis.record()},
         )
         log.info(
             "waiting to lead as %s (lease %s/%s)", identity, args.leader_election_namespace, args.leader_election_id

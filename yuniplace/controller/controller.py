@@ -20,6 +20,7 @@ from yuniplace.controller.landings import Landings
 from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
+from yuniplace.controller.optionalapis import ApiFollower, Change, Feed
 from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
@@ -33,7 +34,7 @@ from yuniplace.gang.record import state_of
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
-from yuniplace.runtime.events import EVICTION_REFUSED, EventRecorder, Reason
+from yuniplace.runtime.events import EVICTION_REFUSED, EventRecorder, ObjectRef, Reason
 from yuniplace.runtime.metrics import Metrics
 from yuniplace.runtime.store import PodStore
 from yuniplace.runtime.workqueue import WorkQueue
@@ -66,6 +67,7 @@ class Controller:
         rules: AdmissionRules = AdmissionRules(),
         queues_configmap: tuple[str, str] | None = None,
         restarts_configmap: tuple[str, str] | None = None,
+        speaks_on: ObjectRef | None = None,
     ) -> None:
         self._client = client
         self._settings = settings
@@ -101,8 +103,7 @@ class Controller:
         self.admission: Admission | None = None
         self.queues: QueueSource | None = None
         self._node_watch: ListWatch | None = None
-        self._node_pools: NodePoolWatches | None = None
-        self._devices: DeviceWatches | None = None
+        feeds: list[Feed] = [*self.pod_groups.feeds()]
         if admission:
             self.queues = QueueSource(
                 queues_configmap,
@@ -123,8 +124,15 @@ class Controller:
                 name="nodes",
                 decoding=watched.NODES,
             )
-            self._node_pools = NodePoolWatches(client, self.admission.growth)
-            self._devices = DeviceWatches(client, self.admission.devices)
+            feeds += [
+                NodePoolWatches(client, self.admission.growth),
+                DeviceWatches(client, self.admission.devices),
+                *self.queues.feeds(client),
+            ]
+        # The optional APIs (Karpenter's, the PodGroup dialects', ...), read while the cluster serves them.
+        self.apis = ApiFollower(client, feeds, on_change=self._apis_changed, announce=self._announce)
+        self._speaks_on = speaks_on
+        self._leading = threading.Event()  # set while this replica reconciles (it leads, or runs alone)
         admitted = self.admission
         self._seat_check = SeatCheck(
             None if admitted is None else admitted.room.view, self._watch_progress, self.recorder
@@ -167,6 +175,30 @@ class Controller:
     def _capacity_changed(self) -> None:
         if self.admission is not None:
             self.admission.capacity_changed()
+
+    def _apis_changed(self) -> None:
+        """An optional API came or went: what it feeds changed what admission counts and how gangs read,
+        so every application is decided again (a gang waiting for room an autoscaler can now make, one
+        whose PodGroups can now be read)."""
+        self._capacity_changed()
+        applications = self.store.keys()
+        for key in applications:
+            self.queue.add(key)
+
+    def _announce(self, change: Change) -> None:
+        """An optional API come or gone, told by an event on the controller's Lease (or its pod) by the
+        replica that reconciles; the others only log it."""
+        if self._speaks_on is None or not self._leading.is_set():
+            return
+        reason = Reason.OPTIONAL_API_GONE if change.gone else Reason.OPTIONAL_API_SERVED
+        where = self._speaks_on
+        self.recorder.record_on(
+            {"metadata": {"name": where.name, "namespace": where.namespace}},
+            where.api_version,
+            where.kind,
+            reason,
+            change.note,
+        )
 
     def _managed(self, pod: p.Pod) -> bool:
         return self._namespace is None or pod.get("metadata", {}).get("namespace") == self._namespace
@@ -495,11 +527,7 @@ class Controller:
             watches["nodes"] = self._node_watch
         for name, watch in watches.items():
             threading.Thread(target=watch.run, name=f"watch-{name}", daemon=True).start()
-        waits = [w.synced for w in watches.values()] + self.pod_groups.start()
-        if self._node_pools is not None:
-            waits += self._node_pools.start()
-        if self._devices is not None:
-            waits += self._devices.start()
+        waits = [w.synced for w in watches.values()] + self.apis.start()
         if self.queues is not None:
             waits += self.queues.start(self._client)
 
@@ -516,6 +544,7 @@ class Controller:
             if stop.is_set():
                 return
         self.restarts.load()
+        self._leading.set()
         applications = self.store.keys()
         log.info("pod store synced: %d pods of %d applications; reconciling", len(self.store), len(applications))
         for key in applications:
@@ -528,6 +557,7 @@ class Controller:
         if self.admission is not None:
             threading.Thread(target=self.admission.run, args=(stop,), name="admission", daemon=True).start()
         stop.wait()
+        self._leading.clear()
         log.info("stopping: finishing in-flight reconciles")
         self.queue.shutdown()
         for worker in workers:
@@ -538,11 +568,7 @@ class Controller:
         self._watch.stop()
         if self._node_watch is not None:
             self._node_watch.stop()
-        if self._node_pools is not None:
-            self._node_pools.stop()
-        if self._devices is not None:
-            self._devices.stop()
-        self.pod_groups.stop()
+        self.apis.stop()
         if self.queues is not None:
             self.queues.stop()
         self._executor.close()

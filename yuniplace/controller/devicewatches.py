@@ -1,22 +1,27 @@
 """Watches of the cluster's DRA objects (resource.k8s.io/v1: DeviceClasses, ResourceSlices,
-ResourceClaims, ResourceClaimTemplates), where the cluster serves them: they feed admission's count of
+ResourceClaims, ResourceClaimTemplates), while the cluster serves them: they feed admission's count of
 devices (devices/inventory.py) and tell the swap which claims a placeholder holds for its member."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from yuniplace.controller.optionalapis import OptionalApi, ServedApi
 from yuniplace.devices.claims import DRA_API
 from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.kube import KubeClient
-from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
 
-log = logging.getLogger(__name__)
 RESOURCES = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+DRA = OptionalApi(
+    key="dra",
+    title="DRA devices and claims",
+    reads="counting the devices of ResourceSlices for gangs whose pods use ResourceClaims",
+    without="no gang's devices are counted",
+    candidates=((DRA_API, frozenset(RESOURCES)),),
+)
 KEPT_CLAIM_METADATA = ("name", "namespace", "uid", "resourceVersion", "ownerReferences", "deletionTimestamp")
 
 
@@ -36,18 +41,17 @@ def _trimmed(event: Callable[[str, Any], None], trim: Callable[[Any], Any]) -> C
 
 
 class DeviceWatches:
+    """Without resource.k8s.io/v1, no pod asks for a device and nothing here changes anything."""
+
+    optional_api = DRA
+
     def __init__(self, client: KubeClient, inventory: DeviceInventory) -> None:
         self._client = client
         self._inventory = inventory
         self._watches: list[ListWatch] = []
 
-    def start(self) -> list[threading.Event]:
-        """Watch the DRA objects if the cluster serves resource.k8s.io/v1; return the events set once
-        each has been read. Without it, no pod asks for a device and nothing here changes anything."""
-        served = served_resources(self._client, DRA_API, "DRA devices (resource.k8s.io/v1)")
-        if served is None or not set(RESOURCES) <= served.names:
-            return []
-        log.info("DRA: counting devices of ResourceSlices for gangs whose pods use ResourceClaims (%s)", DRA_API)
+    def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
+        """Watch the DRA objects; return the events set once each has been read."""
         devices = self._inventory
         devices.served = True
         feeds: list[tuple[str, Callable[..., None], Callable[..., None], Callable[[Any], Any] | None]] = [
@@ -64,11 +68,20 @@ class DeviceWatches:
                 on_event=_trimmed(event, trim) if trim is not None else event,
                 name=name,
                 trim=trim,
+                on_missing=missing,
             )
             self._watches.append(watch)
             threading.Thread(target=watch.run, name=f"watch-{name}", daemon=True).start()
         return [watch.synced for watch in self._watches]
 
-    def stop(self) -> None:
+    def stop(self, *, forget: bool = True) -> None:
         for watch in self._watches:
             watch.stop()
+        self._watches = []
+        if forget:
+            devices = self._inventory
+            devices.served = False
+            devices.classes_listed([])
+            devices.slices_listed([])
+            devices.claims_listed([])
+            devices.templates_listed([])

@@ -1,7 +1,8 @@
-"""PodGroups, of every gang dialect that has them (scheduler-plugins', Volcano's): each API watched when
+"""PodGroups, of every gang dialect that has them (scheduler-plugins', Volcano's): each API watched while
 it is installed (the gangs their members name), and where their status is written (podgroupstatus.py
 says what it is). Kubernetes' own pod groups (the Workload API) are watched too, in the newest version
-the cluster serves, to be seen."""
+the cluster serves, to be seen. Each is an optional API (optionalapis.py): watched from the moment it is
+served, forgotten when it goes."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from yuniplace.controller.optionalapis import OptionalApi, ServedApi
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.base import GangDialect, PodGroupApi
 from yuniplace.gang.dialects.registry import pod_group_apis
 from yuniplace.kube import KubeClient, workloadapi
-from yuniplace.kube.discovery import served_resources
+from yuniplace.kube.discovery import discover
 from yuniplace.kube.watch import ListWatch
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,17 @@ def status_path(api: PodGroupApi, key: p.AppKey, subresource: bool = True) -> st
     return f"{path}/status" if subresource else path
 
 
+def pod_group_optional_api(api: PodGroupApi) -> OptionalApi:
+    """A PodGroup dialect's API as an optional API."""
+    return OptionalApi(
+        key=api.watch_name,
+        title=f"{api.kind}s",
+        reads=f"reading {api.gangs}, whose pods name their {api.kind} ({api.named_by})",
+        without=f"{api.gangs} are not read: their pods wait, gated, for their {api.kind}",
+        candidates=((api.path, frozenset({"podgroups"})),),
+    )
+
+
 class PodGroupWatch:
     """One API's PodGroups in the watched namespace(s), by application key (a PodGroup's name is its
     gang's application id); every change wakes that application."""
@@ -43,26 +56,12 @@ class PodGroupWatch:
         self._client = client
         self._wake = wake
         self.api = api
+        self.optional_api = pod_group_optional_api(api)
         self.status_subresource = True
         self._by_key: dict[p.AppKey, PodGroup] = {}
-        path = f"{api.path}/namespaces/{namespace}/podgroups" if namespace else f"{api.path}/podgroups"
+        self._path = f"{api.path}/namespaces/{namespace}/podgroups" if namespace else f"{api.path}/podgroups"
         self.name = api.watch_name
-        self.watch = ListWatch(client, path, on_list=self._listed, on_event=self._changed, name=self.name)
-
-    def served(self) -> bool:
-        """Whether the API (the CRD) is installed, and whether it serves a status subresource; without
-        the API, that dialect is off."""
-        served = served_resources(self._client, self.api.path, self.api.gangs)
-        if served is None:
-            return False
-        # Only a listing of podgroups without podgroups/status says there is none: discovery may not list
-        # a CRD's resources yet a moment after it was installed.
-        self.status_subresource = STATUS in served.names or "podgroups" not in served.names
-        if not self.status_subresource:
-            log.info(
-                "the %s PodGroup CRD has no status subresource: their status is written on the object", self.api.path
-            )
-        return True
+        self.watch: ListWatch | None = None
 
     def get(self, key: p.AppKey) -> PodGroup | None:
         return self._by_key.get(key)
@@ -81,42 +80,66 @@ class PodGroupWatch:
             self._by_key[key] = pod_group
         self._wake(key)
 
-    def start(self) -> threading.Event | None:
-        """Watch, if the API is served; return the event set once the first list is in."""
-        if not self.served():
-            return None
+    def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
+        """Watch the API as served; return the event set once the first list is in. Where the CRD
+        serves no status subresource (Volcano's own), a PodGroup's status is written on the object."""
+        self.status_subresource = STATUS in served.resources
+        if not self.status_subresource:
+            log.info(
+                "the %s PodGroup CRD has no status subresource: their status is written on the object", self.api.path
+            )
+        self.watch = ListWatch(
+            self._client, self._path, on_list=self._listed, on_event=self._changed, name=self.name, on_missing=missing
+        )
         threading.Thread(target=self.watch.run, name=f"watch-{self.name}", daemon=True).start()
-        return self.watch.synced
+        return [self.watch.synced]
+
+    def stop(self, *, forget: bool = True) -> None:
+        """The API went (its CRD deleted): its PodGroups with it, and their gangs wake to find them gone."""
+        if self.watch is not None:
+            self.watch.stop()
+            self.watch = None
+        if forget:
+            self._listed([])
+
+
+NATIVE = OptionalApi(
+    key="workload-api",
+    title="native pod groups (the Workload API)",
+    reads="watching Kubernetes' own pod groups: their gangs are counted, and held by their queue where the "
+    "webhook gates their pods",
+    without="pods of native pod groups are left to kube-scheduler, unseen by admission, queues and status",
+    candidates=tuple((v.api, frozenset({v.resource})) for v in workloadapi.KNOWN_VERSIONS),
+    other_versions=frozenset({"v1"}),  # PriorityClasses
+)
+
+
+def native_version(served: ServedApi) -> workloadapi.ServedVersion:
+    return next(v for v in workloadapi.KNOWN_VERSIONS if v.api == served.path)
 
 
 def served_native_version(client: KubeClient) -> workloadapi.ServedVersion | None:
-    """The newest version of the Workload API the cluster serves that yuniplace reads; None when it
-    serves none (its feature gates are off), or only versions yuniplace does not know, which the log
-    says: their gangs are then left to kube-scheduler, unseen by admission, queues and status."""
-    group = served_resources(client, "/apis/" + workloadapi.GROUP, "native gangs (the Workload API)")
-    versions = group.versions if group is not None else []
-    gang_versions = []
-    for version in versions:
-        resources = served_resources(client, f"/apis/{workloadapi.GROUP}/{version}", "native gangs (the Workload API)")
-        if resources is not None and resources.names & {"podgroups", "workloads"}:
-            gang_versions.append(version)
-    for known in workloadapi.KNOWN_VERSIONS:
-        if known.version in gang_versions:
-            return known
-    if gang_versions:
+    """The newest version of the Workload API the cluster serves that yuniplace reads, asked once (as
+    `yuniplace status` does); None when it serves none (its feature gates are off), or only versions
+    yuniplace does not know, which the log says: their gangs are then left to kube-scheduler, unseen by
+    admission, queues and status."""
+    found = discover(client, NATIVE.paths)
+    served = NATIVE.served_as(found)
+    if (unread := NATIVE.unread_versions(found)) and not isinstance(served, ServedApi):
         log.warning(
-            "the cluster serves the Workload API as %s/%s, a version yuniplace does not read (it reads %s): "
-            "pods of native pod groups are left to kube-scheduler, unseen by admission, queues and status",
-            workloadapi.GROUP,
-            ", ".join(gang_versions),
+            "the cluster serves the Workload API as %s, a version yuniplace does not read (it reads %s): %s",
+            ", ".join(f"{workloadapi.GROUP}/{v}" for v in unread),
             ", ".join(v.version for v in workloadapi.KNOWN_VERSIONS),
+            NATIVE.without,
         )
-    return None
+    return native_version(served) if isinstance(served, ServedApi) else None
 
 
 class NativeGroupWatch:
     """Kubernetes' own pod groups in the watched namespace(s), by application key (a pod group's name
     as its pods name it); every change wakes the applications it describes."""
+
+    optional_api = NATIVE
 
     def __init__(self, client: KubeClient, namespace: str | None, wake: Callable[[p.AppKey], None]) -> None:
         self._client = client
@@ -154,22 +177,26 @@ class NativeGroupWatch:
                 held[name] = group
             self._wake(p.AppKey(namespace, name))
 
-    def start(self) -> threading.Event | None:
-        """Watch the newest served version yuniplace reads; None when there is none."""
-        self.version = served_native_version(self._client)
-        if self.version is None:
-            return None
-        served = self.version
+    def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
+        """Watch the newest served version yuniplace reads."""
+        version = native_version(served)
         scope = f"/namespaces/{self._namespace}" if self._namespace else ""
-        path = f"{served.api}{scope}/{served.resource}"
-        log.info("native gangs: watching %s/%s %s", workloadapi.GROUP, served.version, served.resource)
-        self.watch = ListWatch(self._client, path, on_list=self._listed, on_event=self._changed, name="native-groups")
+        path = f"{version.api}{scope}/{version.resource}"
+        self.watch = ListWatch(
+            self._client, path, on_list=self._listed, on_event=self._changed, name="native-groups", on_missing=missing
+        )
+        self.version = version
         threading.Thread(target=self.watch.run, name="watch-native-groups", daemon=True).start()
-        return self.watch.synced
+        return [self.watch.synced]
 
-    def stop(self) -> None:
+    def stop(self, *, forget: bool = True) -> None:
+        """The API is no longer served (its gates switched off), or served in another version."""
         if self.watch is not None:
             self.watch.stop()
+            self.watch = None
+        if forget:
+            self.version = None
+            self._listed([])
 
 
 class PodGroups:
@@ -199,13 +226,6 @@ class PodGroups:
     def status_path(self, api: PodGroupApi, key: p.AppKey) -> str:
         return status_path(api, key, self.watches[api].status_subresource)
 
-    def start(self) -> list[threading.Event]:
-        """Watch every API that is served; return the events set once each first list is in."""
-        synced = [synced for watch in self.watches.values() if (synced := watch.start()) is not None]
-        native_synced = self.native.start()
-        return synced if native_synced is None else [*synced, native_synced]
-
-    def stop(self) -> None:
-        for watch in self.watches.values():
-            watch.watch.stop()
-        self.native.stop()
+    def feeds(self) -> list[PodGroupWatch | NativeGroupWatch]:
+        """Every watch, each of an optional API, for the follower of the cluster's APIs to start and stop."""
+        return [*self.watches.values(), self.native]

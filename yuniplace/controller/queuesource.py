@@ -21,11 +21,11 @@ from dataclasses import replace
 from typing import Any
 
 from yuniplace.admission.tickets import Refused
+from yuniplace.controller.optionalapis import OptionalApi, ServedApi
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of
 from yuniplace.kube import KubeClient
-from yuniplace.kube.discovery import served_resources
 from yuniplace.kube.watch import ListWatch
 from yuniplace.queues import aischeduler
 from yuniplace.queues.config import (
@@ -368,7 +368,9 @@ class QueueSource:
     # -- watching ------------------------------------------------------------------------------------
 
     def start(self, client: KubeClient) -> list[threading.Event]:
-        """Watch every source there is; return the events set once each has been read."""
+        """Watch the ConfigMap (and the namespaces its rules read); return the events set once each has
+        been read. Volcano's Queues and ai-scheduler's Pools are watched while their APIs are served
+        (`feeds`)."""
         if self._configmap_ref is not None:
             namespace, name = self._configmap_ref
             self._watches.append(
@@ -390,39 +392,6 @@ class QueueSource:
                     name="namespaces",
                 )
             )
-        if (served := served_resources(client, keys.VOLCANO_API, "Volcano Queues")) and "queues" in served.names:
-            self._watches.append(
-                ListWatch(
-                    client,
-                    f"{keys.VOLCANO_API}/queues",
-                    on_list=self.volcano_queues_changed,
-                    on_event=self._volcano_event,
-                    name="volcano queues",
-                )
-            )
-        if (
-            served := served_resources(client, keys.AI_SCHEDULER_API, "ai-scheduler Pools")
-        ) and "pools" in served.names:
-            self._watches.append(
-                ListWatch(
-                    client,
-                    f"{keys.AI_SCHEDULER_API}/pools",
-                    on_list=self.pools_changed,
-                    on_event=self._pool_event,
-                    name="ai-scheduler pools",
-                )
-            )
-            self._watches.append(
-                ListWatch(
-                    client,
-                    "/api/v1/nodes",
-                    on_list=self.nodes_changed,
-                    on_event=self._node_event,
-                    name="nodes of pools",
-                    trim=node_view,
-                    decoding=watched.NODES,
-                )
-            )
         for watch in self._watches:
             threading.Thread(target=watch.run, name="watch-queues", daemon=True).start()
         return [watch.synced for watch in self._watches]
@@ -430,6 +399,105 @@ class QueueSource:
     def stop(self) -> None:
         for watch in self._watches:
             watch.stop()
+
+    def feeds(self, client: KubeClient) -> list[VolcanoQueues | AiSchedulerPools]:
+        """The queue sources of optional APIs, for the follower of the cluster's APIs to start and stop."""
+        return [VolcanoQueues(self, client), AiSchedulerPools(self, client)]
+
+
+VOLCANO_QUEUES = OptionalApi(
+    key="volcano-queues",
+    title="Volcano Queues",
+    reads="reading Volcano Queues into the queue configuration",
+    without="no queue comes from Volcano Queues",
+    candidates=((keys.VOLCANO_API, frozenset({"queues"})),),
+)
+AI_SCHEDULER_POOLS = OptionalApi(
+    key="ai-scheduler-pools",
+    title="ai-scheduler Pools",
+    reads="reading ai-scheduler Pools into the queue configuration, with the nodes each holds",
+    without="no queue comes from ai-scheduler Pools",
+    candidates=((keys.AI_SCHEDULER_API, frozenset({"pools"})),),
+)
+
+
+class _SourceFeed:
+    """Watches of one optional queue source, feeding the QueueSource."""
+
+    def __init__(self, source: QueueSource, client: KubeClient) -> None:
+        self._source = source
+        self._client = client
+        self._watches: list[ListWatch] = []
+
+    def _run(self, watches: list[ListWatch]) -> list[threading.Event]:
+        self._watches = watches
+        for watch in watches:
+            threading.Thread(target=watch.run, name="watch-queues", daemon=True).start()
+        return [watch.synced for watch in watches]
+
+    def _stop_watches(self) -> None:
+        for watch in self._watches:
+            watch.stop()
+        self._watches = []
+
+
+class VolcanoQueues(_SourceFeed):
+    optional_api = VOLCANO_QUEUES
+
+    def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
+        source = self._source
+        return self._run(
+            [
+                ListWatch(
+                    self._client,
+                    f"{keys.VOLCANO_API}/queues",
+                    on_list=source.volcano_queues_changed,
+                    on_event=source._volcano_event,
+                    name="volcano queues",
+                    on_missing=missing,
+                )
+            ]
+        )
+
+    def stop(self, *, forget: bool = True) -> None:
+        self._stop_watches()
+        if forget:
+            self._source.volcano_queues_changed([])
+
+
+class AiSchedulerPools(_SourceFeed):
+    """A Pool is guaranteed what its nodes hold: the nodes are watched beside the Pools."""
+
+    optional_api = AI_SCHEDULER_POOLS
+
+    def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
+        source = self._source
+        return self._run(
+            [
+                ListWatch(
+                    self._client,
+                    f"{keys.AI_SCHEDULER_API}/pools",
+                    on_list=source.pools_changed,
+                    on_event=source._pool_event,
+                    name="ai-scheduler pools",
+                    on_missing=missing,
+                ),
+                ListWatch(
+                    self._client,
+                    "/api/v1/nodes",
+                    on_list=source.nodes_changed,
+                    on_event=source._node_event,
+                    name="nodes of pools",
+                    trim=node_view,
+                    decoding=watched.NODES,
+                ),
+            ]
+        )
+
+    def stop(self, *, forget: bool = True) -> None:
+        self._stop_watches()
+        if forget:
+            self._source.pools_changed([])
 
 
 class Placing:

@@ -79,6 +79,10 @@ BORROWED_FROM = "yuniplace.io/borrowed-from"
 # reservation counted on, as admission chose them; kept across its attempts, since such a gang never
 # falls back to normal scheduling (see lifecycle/policies/timeout.py).
 SCALE_UP = "yuniplace.io/scale-up"
+# On the controller's Lease, written by the replica that leads with each renewal: the label that finds it
+# (`yuniplace status --apis` lists the Leases so labelled), and the optional APIs it reads and since when.
+CONTROLLER_LEASE = "yuniplace.io/controller"
+OPTIONAL_APIS = "yuniplace.io/optional-apis"
 
 # YuniKorn's own marks of a placeholder, put on yuniplace's too, so that tooling written for YuniKorn
 # (dashboards, kubectl selectors) recognises them: its placeholder flag (current and earlier), the task
@@ -361,5 +365,20 @@ KEYS = (
         YOU,
         "`kube-scheduler`: the webhook never gates this namespace's "
         "native gangs (the Workload API), which stay kube-scheduler's alone and are only counted",
+    ),
+    Key(
+        CONTROLLER_LEASE,
+        "label",
+        "the controller's Lease",
+        YUNIPLACE,
+        '`"true"`: the Lease of a yuniplace controller, which `yuniplace status --apis` reads',
+    ),
+    Key(
+        OPTIONAL_APIS,
+        "annotation",
+        "the controller's Lease",
+        YUNIPLACE,
+        "the optional APIs the leading replica reads and since when (JSON: "
+        '`{"karpenter": {"api": "karpenter.sh/v1", "since": "..."}}`), written with each renewal',
     ),
 )

@@ -122,8 +122,8 @@ class KubeClient:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
+    def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
+        headers = {"Accept": accept or "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
         # auth_settings() calls the token refresh hook, so rotated service-account tokens are picked up.
@@ -145,6 +145,7 @@ class KubeClient:
         body: Any,
         content_type: str | None,
         timeout_s: float,
+        accept: str | None = None,
     ) -> urllib3.BaseHTTPResponse:
         """Send one request; a non-2xx answer is read, released and raised as its typed error."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
@@ -156,7 +157,7 @@ class KubeClient:
                 method,
                 self._url(path, query),
                 body=data,
-                headers=self._headers(content_type),
+                headers=self._headers(content_type, accept),
                 preload_content=False,
                 timeout=urllib3.Timeout(connect=10.0, read=timeout_s),
                 retries=False,
@@ -186,13 +187,17 @@ class KubeClient:
         timeout_s: float = REQUEST_TIMEOUT_S,
         retry: bool = True,
         decode: Decode = json.loads,
+        accept: str | None = None,
     ) -> JsonObject:
         """One API call returning the decoded JSON body (`decode`: a typed decoder that keeps only what
         the caller reads). Throttling, server errors and broken connections are retried for up to
-        RETRY_DEADLINE_S; every other error is raised typed."""
+        RETRY_DEADLINE_S; every other error is raised typed. `accept`: another representation than the
+        whole object (PartialObjectMetadata: its metadata alone)."""
 
         def once() -> JsonObject:
-            response = self._send(method, path, query=query, body=body, content_type=content_type, timeout_s=timeout_s)
+            response = self._send(
+                method, path, query=query, body=body, content_type=content_type, timeout_s=timeout_s, accept=accept
+            )
             try:
                 payload = response.read()
             finally:
@@ -211,17 +216,24 @@ class KubeClient:
         return retrying(once)
 
     def open_stream(
-        self, path: str, *, query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
+        self,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+        accept: str | None = None,
     ) -> urllib3.BaseHTTPResponse:
         """Open a streaming GET (a watch). No retry: the caller owns reconnection, reads the body with
         `lines_of` and releases the connection; `shutdown()` on it from another thread ends a read (set the
         event given to `lines_of` first)."""
-        return self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s)
+        return self._send("GET", path, query=query, body=None, content_type=None, timeout_s=timeout_s, accept=accept)
 
     # -- verbs ------------------------------------------------------------------------------------
 
-    def get(self, path: str, *, decode: Decode = json.loads, **query: Any) -> JsonObject:
-        return self.request("GET", path, query=query, decode=decode)
+    def get(
+        self, path: str, *, decode: Decode = json.loads, accept: str | None = None, retry: bool = True, **query: Any
+    ) -> JsonObject:
+        return self.request("GET", path, query=query, decode=decode, accept=accept, retry=retry)
 
     def create(self, path: str, body: JsonObject, *, decode: Decode = json.loads, **query: Any) -> JsonObject:
         return self.request("POST", path, body=body, query=query, decode=decode)

@@ -1,9 +1,10 @@
-"""Which optional APIs (CRDs) the cluster serves: the dialects and queue sources that need one are on
-only where it is installed."""
+"""Which optional APIs (CRDs, and built-in APIs behind feature gates) the cluster serves: the dialects,
+queue sources and counts that need one are on only where it is served, and for as long as it is."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from yuniplace.kube.client import KubeClient
@@ -13,26 +14,53 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Served:
-    """What discovery lists under an API path: a group's versions, or a group version's resources."""
+class Discovered:
+    """What discovery listed at one moment for the group versions asked ("/apis/karpenter.sh/v1"): the
+    resources of each one served. One missing is not served; one in `unknown` could not be asked (an
+    error other than 404), and whatever depends on it is left as it was."""
 
-    names: frozenset[str]
-    versions: tuple[str, ...]
+    resources: Mapping[str, frozenset[str]]
+    unknown: frozenset[str] = frozenset()
+    # Every version the cluster serves of each group asked about, by group ("scheduling.k8s.io").
+    versions: Mapping[str, tuple[str, ...]] | None = None
+
+    def names(self, api: str) -> frozenset[str] | None:
+        """The resources `api` serves; empty when it is not served, None when that is not known."""
+        if api in self.unknown:
+            return None
+        return self.resources.get(api, frozenset())
 
 
-def served_resources(client: KubeClient, api: str, needed_for: str) -> Served | None:
-    """What discovery lists for `api`: the resources of a group version (e.g.
-    /apis/scheduling.volcano.sh/v1beta1) or the versions of a group (/apis/scheduling.k8s.io); None
-    when it is not installed, or cannot be asked, so that `needed_for` is off (said in the log)."""
-    try:
-        discovery = client.get(api)
-    except NotFound:
-        log.info("the %s API is not served: %s are not read (a CRD's: install the chart's CRDs)", api, needed_for)
-        return None
-    except ApiError as error:
-        log.warning("cannot tell whether the %s API is served (%s): %s are not read", api, error, needed_for)
-        return None
-    return Served(
-        frozenset(str(r.get("name")) for r in discovery.get("resources") or []),
-        tuple(str(v.get("version")) for v in discovery.get("versions") or []),
-    )
+def group_of(api: str) -> str:
+    """ "/apis/karpenter.sh/v1" -> "karpenter.sh"."""
+    return api.removeprefix("/apis/").split("/")[0]
+
+
+def discover(client: KubeClient, apis: Iterable[str]) -> Discovered:
+    """Ask discovery about `apis` (group version paths): the group list first (one GET of /apis), then
+    the resources of each asked group version it lists, so an API not installed costs nothing. An error
+    asking the group list (the API server restarting, say) is raised: nothing can be told then."""
+    apis = tuple(dict.fromkeys(apis))
+    listed = client.get("/apis")
+    versions: dict[str, tuple[str, ...]] = {}
+    served: set[str] = set()
+    for group in listed.get("groups") or []:
+        name = str(group.get("name") or "")
+        versions[name] = tuple(str(v.get("version") or "") for v in group.get("versions") or [])
+        served.update(f"/apis/{name}/{version}" for version in versions[name])
+    resources: dict[str, frozenset[str]] = {}
+    unknown: set[str] = set()
+    for api in apis:
+        if api not in served:
+            continue
+        try:
+            found = client.get(api, retry=False)  # an error leaves its API as it was: not retried here
+        except NotFound:
+            continue  # gone since the group list was read
+        except ApiError as error:
+            log.debug("cannot ask discovery about %s: %s", api, error)
+            unknown.add(api)
+            continue
+        resources[api] = frozenset(str(r.get("name")) for r in found.get("resources") or [])
+    asked = {group_of(api) for api in apis}
+    return Discovered(resources, frozenset(unknown), {g: versions.get(g, ()) for g in asked})

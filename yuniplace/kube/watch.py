@@ -19,7 +19,7 @@ from typing import Any, Protocol, cast
 import urllib3
 
 from yuniplace.kube.client import JsonObject, KubeClient, lines_of
-from yuniplace.kube.errors import ApiError, Gone
+from yuniplace.kube.errors import ApiError, Gone, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,10 @@ LIST_PAGE_SIZE = 500
 WATCH_TIMEOUT_S = 300
 READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30
 MAX_BACKOFF_S = 10.0
+# Each object's metadata alone (kube-controller-manager's metadata informers ask the same): for a
+# collection whose objects are large and of which only names and changes matter.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 OnList = Callable[[list[JsonObject]], None]
 """Receives the complete collection after every (re-)list: the store is replaced, not merged."""
@@ -71,6 +75,9 @@ class ListWatch:
         name: str = "",
         trim: Callable[[JsonObject], JsonObject] | None = None,
         decoding: Decoding = WHOLE_JSON,
+        metadata_only: bool = False,
+        on_missing: Callable[[], None] = lambda: None,
+        on_reconnected: Callable[[], None] = lambda: None,
     ) -> None:
         self._client = client
         self._path = path
@@ -82,6 +89,13 @@ class ListWatch:
         # then never sits in memory whole at full size (its peak would stay as the process's size).
         self._trim = trim
         self._decoding = decoding
+        self._metadata_only = metadata_only
+        # Called when the collection is not served (404: its API gone, a CRD deleted), so that whoever
+        # follows the cluster's APIs looks again at once, instead of this loop warning until it is stopped.
+        self._on_missing = on_missing
+        # Called when the watch is open again after it failed (the API server restarted, say).
+        self._on_reconnected = on_reconnected
+        self._interrupted = False
         self._stopped = threading.Event()
         self._response: urllib3.BaseHTTPResponse | None = None
         self._resource_version: str | None = None
@@ -100,8 +114,11 @@ class ListWatch:
         items: list[JsonObject] = []
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **self._selectors}
         while True:
-            page = self._client.get(self._path, decode=self._decoding.page, **query)
-            page_items = page.get("items", [])
+            if self._metadata_only:
+                page = self._client.get(self._path, decode=self._decoding.page, accept=METADATA_LIST, **query)
+            else:
+                page = self._client.get(self._path, decode=self._decoding.page, **query)
+            page_items = page.get("items") or []  # null in an empty list of metadata
             items.extend(page_items if self._trim is None else map(self._trim, page_items))
             metadata = page.get("metadata", {})
             if not metadata.get("continue"):
@@ -121,8 +138,12 @@ class ListWatch:
             "timeoutSeconds": WATCH_TIMEOUT_S,
             **self._selectors,
         }
-        response = self._client.open_stream(self._path, query=query, timeout_s=READ_TIMEOUT_S)
+        accept = {"accept": METADATA_WATCH} if self._metadata_only else {}
+        response = self._client.open_stream(self._path, query=query, timeout_s=READ_TIMEOUT_S, **accept)
         self._response = response
+        if self._interrupted:
+            self._interrupted = False
+            self._on_reconnected()
         try:
             for line in lines_of(response, self._stopped):
                 event = self._decoding.event(line)
@@ -142,12 +163,13 @@ class ListWatch:
 
     def run(self) -> None:
         failures = 0
+        missing = False
         while not self._stopped.is_set():
             try:
                 if self._resource_version is None:
                     self._resource_version = self._list()
                 self._watch(self._resource_version)
-                failures = 0
+                failures, missing = 0, False
             except Gone:
                 log.info("watch of %s expired; re-listing", self._name)
                 self._resource_version = None
@@ -155,6 +177,17 @@ class ListWatch:
                 if self._stopped.is_set():
                     break
                 failures += 1
+                self._interrupted = True
                 delay = min(MAX_BACKOFF_S, 0.2 * 2**failures) * random.uniform(0.5, 1.0)
-                log.warning("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
+                if isinstance(error, NotFound):
+                    # Its API went: said once (the follower of the cluster's APIs stops this watch).
+                    if not missing:
+                        log.info("%s is not served (%s); trying again until told to stop", self._name, error)
+                        self._on_missing()
+                    missing = True
+                else:
+                    # One break, mended by the next attempt, is routine (a server that closed the stream, an
+                    # API server restarting): told at INFO; one that persists is a warning.
+                    said = log.warning if failures > 1 else log.info
+                    said("watch of %s failed (%s); reconnecting in %.1fs", self._name, error, delay)
                 self._stopped.wait(delay)

@@ -446,6 +446,32 @@ class LocalCluster:
         self.stop_component(component, kill=kill)
         self.start_component(component, timeout_s=timeout_s)
 
+    def switch_on(
+        self,
+        features: comp.Features,
+        components: Sequence[str] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+        *,
+        timeout_s: float = COMPONENT_TIMEOUT_S,
+    ) -> None:
+        """Restart `components` with `features` on besides those they had, as an administrator switches a
+        feature gate on (the Workload API, say): one at a time, in that order (the API server first), each
+        on its ports, the others left running; each is healthy when this returns."""
+        state = self._running_state("kube-apiserver")
+        merged = comp.Features(state["feature_gates"], tuple(state["apis"])).merged(features)
+        bin_dir, ports = Path(state["bin_dir"]), comp.Ports(**state["ports"])
+        made = {
+            "kube-apiserver": comp.kube_apiserver,
+            "kube-controller-manager": comp.kube_controller_manager,
+            "kube-scheduler": comp.kube_scheduler,
+        }
+        for name in components:
+            component = made[name](bin_dir, self.layout, ports, merged)
+            self.stop_component(name)
+            state = self._running_state(name)
+            state["stopped"] = [e for e in state.get("stopped", []) if e["name"] != name]
+            state["feature_gates"], state["apis"] = dict(merged.gates), list(merged.apis)
+            self._launch(component, state, timeout_s)
+
     # -- down -------------------------------------------------------------------------------------
 
     def _stop_processes(self, processes: list[Process], *, kill: bool = False) -> None:

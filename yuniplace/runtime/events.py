@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from yuniplace.kube import KubeClient
@@ -163,7 +164,8 @@ class Reason(enum.StrEnum):
         "Fail",
         WARNING,
         "each failed pod",
-        "the pod was failed (status reason `ResourceReservationTimeout`)",
+        "the pod was failed (status reason `ResourceReservationTimeout`): its Hard gang timed out, or it is a "
+        "member of a PodGroup that never came within `--default-timeout` (nor, maybe, the PodGroup's CRD)",
     )
     GANG_TIMED_OUT = (
         "GangTimedOut",
@@ -299,6 +301,23 @@ class Reason(enum.StrEnum):
         "its owner (a RayCluster, say) made a gang again whose last attempt failed (Hard style): the new attempt "
         "waits a backoff, doubled each time, before it reserves; which attempt of how many",
     )
+    OPTIONAL_API_SERVED = (
+        "OptionalApiServed",
+        "Discover",
+        NORMAL,
+        "the controller's Lease (its pod without leader election)",
+        "an optional API yuniplace reads is served now, or in another version (Karpenter's, a PodGroup "
+        "dialect's, Volcano's Queues, ai-scheduler's Pools, the Workload API, DRA): its watches start, and "
+        "every gang is decided again",
+    )
+    OPTIONAL_API_GONE = (
+        "OptionalApiGone",
+        "Discover",
+        WARNING,
+        "the controller's Lease (its pod without leader election)",
+        "an optional API yuniplace read is no longer served (its CRD deleted, its feature gate off): its "
+        "watches stop, what they read is forgotten, and what follows is said",
+    )
     GANG_RELEASED = (
         "GangReleased",
         "Release",
@@ -307,6 +326,16 @@ class Reason(enum.StrEnum):
         "a degraded gang with `release` stayed below its minimum past its recovery timeout and is evicted whole, its "
         "room given back",
     )
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An object events are posted on that yuniplace need not have read (the controller's own Lease)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
 
 
 # A pod yuniplace failed carries one of its reasons as its status reason.

@@ -13,7 +13,7 @@ import datetime
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,8 @@ class LeaderElector:
         timing: LeaseTiming = LeaseTiming(),
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        labels: Mapping[str, str] | None = None,
+        notes: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self._client = client
         self._path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
@@ -62,6 +64,19 @@ class LeaderElector:
         self._observed_record: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
+        # Carried on the Lease by the leader with each write: labels that find it, and annotations that
+        # say what it does now (`notes`: the optional APIs it reads), for `yuniplace status`.
+        self._labels = dict(labels or {})
+        self._notes = notes
+
+    def _metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        labels = {**(metadata.get("labels") or {}), **self._labels}
+        annotations = {**(metadata.get("annotations") or {}), **self._notes()}
+        return {
+            **metadata,
+            **({"labels": labels} if labels else {}),
+            **({"annotations": annotations} if annotations else {}),
+        }
 
     def _spec(self, transitions: int, acquired: str | None = None) -> dict[str, Any]:
         now = _micro_time(self._wall_clock())
@@ -83,7 +98,10 @@ class LeaderElector:
                 self._lease = self._client.request(
                     "POST",
                     self._collection,
-                    body={"metadata": {"name": self._name, "namespace": self._namespace}, "spec": self._spec(0)},
+                    body={
+                        "metadata": self._metadata({"name": self._name, "namespace": self._namespace}),
+                        "spec": self._spec(0),
+                    },
                     retry=False,
                 )
             except AlreadyExists:
@@ -101,6 +119,7 @@ class LeaderElector:
         transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
         acquired = spec.get("acquireTime") if holder == self.identity else None
         lease["spec"] = self._spec(transitions, acquired)
+        lease["metadata"] = self._metadata(lease.get("metadata") or {})
         try:
             self._lease = self._client.request(
                 "PUT", self._path, body=lease, retry=False

@@ -11,13 +11,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yuniplace.admission.cycle import Admission
-from yuniplace.controller.queuesource import QueueSource
+from yuniplace.controller.optionalapis import ServedApi
+from yuniplace.controller.podgroups import pod_group_optional_api
+from yuniplace.controller.queuesource import AI_SCHEDULER_POOLS, VOLCANO_QUEUES, QueueSource
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis
 from yuniplace.gang.taskgroups import Limits
 from yuniplace.kube import KubeClient, NotFound
-from yuniplace.kube.discovery import served_resources
+from yuniplace.kube.discovery import discover
 from yuniplace.queues.report import QueuesReport, as_json, pools_total, quantities
 from yuniplace.runtime.store import PodStore
 
@@ -44,10 +46,12 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         except NotFound:
             source.configmap_changed(None)
         source.namespaces_changed(_items(client, "/api/v1/namespaces"))
-    if (served := served_resources(client, keys.VOLCANO_API, "Volcano Queues")) and "queues" in served.names:
+    apis = [VOLCANO_QUEUES, AI_SCHEDULER_POOLS, *(pod_group_optional_api(api) for api in pod_group_apis())]
+    found = discover(client, [path for api in apis for path in api.paths])
+    if isinstance(VOLCANO_QUEUES.served_as(found), ServedApi):
         source.volcano_queues_changed(_items(client, f"{keys.VOLCANO_API}/queues"))
     nodes = _items(client, "/api/v1/nodes")
-    if (served := served_resources(client, keys.AI_SCHEDULER_API, "ai-scheduler Pools")) and "pools" in served.names:
+    if isinstance(AI_SCHEDULER_POOLS.served_as(found), ServedApi):
         source.nodes_changed(nodes)
         source.pools_changed(_items(client, f"{keys.AI_SCHEDULER_API}/pools"))
     if source.config().empty:
@@ -61,7 +65,7 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
             for g in _items(client, f"{api.path}/podgroups")
         }
         for api in pod_group_apis()
-        if served_resources(client, api.path, "PodGroups") is not None
+        if isinstance(pod_group_optional_api(api).served_as(found), ServedApi)
     }
 
     def pod_group_of(key: p.AppKey) -> Mapping[str, object] | None:

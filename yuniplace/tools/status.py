@@ -20,7 +20,7 @@ from yuniplace.gang.dialects.registry import pod_group_api, pod_group_apis, star
 from yuniplace.gang.state import AppState
 from yuniplace.kube import KubeClient, NotFound, context_namespace, workloadapi
 from yuniplace.runtime.events import FAILURE_REASONS
-from yuniplace.tools import queuestatus
+from yuniplace.tools import apistatus, queuestatus
 
 
 def _age(seconds: float | None) -> str:
@@ -244,6 +244,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="show queues instead: guaranteed, max, used, borrowed, lent, waiting applications; and node pools",
     )
     parser.add_argument(
+        "--apis",
+        action="store_true",
+        help="show the optional APIs instead (Karpenter's, the PodGroup dialects', Volcano's Queues, ai-scheduler's "
+        "Pools, the Workload API, DRA): whether the cluster serves each, and since when each controller reads it",
+    )
+    parser.add_argument(
         "--queues-configmap",
         type=configmap_argument,
         metavar="NAMESPACE/NAME",
@@ -269,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
     client = KubeClient.from_kubeconfig(args.kubeconfig, context=args.context)
     if args.queues:
         return queuestatus.run(client, args.queues_configmap, args.output)
+    if args.apis:
+        return apistatus.run(client, args.output)
     rows = collect(client, namespace_of(args), args.app)
     if args.output == "json":
         json.dump(rows, sys.stdout, indent=2)

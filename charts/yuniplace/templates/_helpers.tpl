@@ -38,6 +38,13 @@ Name of the read-only ClusterRole (and binding) that admission needs.
 {{- end }}
 
 {{/*
+Name of the read-only ClusterRole (and binding) that watches CRDs: optional APIs come and gone.
+*/}}
+{{- define "yuniplace.apisClusterName" -}}
+{{- include "yuniplace.hashedName" (printf "%s-%s-apis" (include "yuniplace.fullname" .) .Release.Namespace) }}
+{{- end }}
+
+{{/*
 A name of at most 63 characters: shortened with a hash of the whole, so long names sharing a prefix stay apart.
 */}}
 {{- define "yuniplace.hashedName" -}}

@@ -29,6 +29,7 @@ from yuniplace.gang.application import Application
 from yuniplace.gang.dialects import podgroup
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import Limits
+from yuniplace.runtime.events import Reason
 
 
 def test_app_view_splits_and_orders_pods() -> None:
@@ -95,12 +96,24 @@ def test_nothing_left_is_forgotten() -> None:
     assert plan_of([]).forget
 
 
-def test_members_naming_a_podgroup_that_never_comes_are_scheduled_normally_at_the_timeout() -> None:
+def test_members_naming_a_podgroup_that_never_comes_fail_at_the_timeout_never_started_in_part() -> None:
+    """Their gang's minimum is unknown (no PodGroup, maybe not even its CRD): released one by one, they
+    could start it in part, so they fail, saying what to create."""
     pods = [make_pod(f"w{i}", app=None, labels={podgroup.LABEL: "mpi"}, created=NOW - 1000) for i in range(2)]
     view = Application.of(p.AppKey("default", "mpi"), pods)
     plan = plan_application(view, NOW)
-    assert names(plan.ungate) == ["w0", "w1"]
-    assert "names no PodGroup mpi of this namespace" in plan.events[0].note
+    assert plan.ungate == []
+    assert names([f.pod for f in plan.fail]) == ["w0", "w1"]
+    assert {f.reason for f in plan.fail} == {Reason.RESOURCE_RESERVATION_TIMEOUT}
+    note = plan.fail[0].message
+    assert "names no PodGroup mpi of this namespace after 900s: failed rather than started without its gang" in note
+    assert "its CRD, scheduling.x-k8s.io/v1alpha1" in note
+
+
+def test_members_waiting_for_their_podgroup_are_held_until_the_timeout() -> None:
+    pods = [make_pod(f"w{i}", app=None, labels={podgroup.LABEL: "mpi"}, created=NOW - 100) for i in range(2)]
+    plan = plan_application(Application.of(p.AppKey("default", "mpi"), pods), NOW)
+    assert plan.ungate == [] and plan.fail == [] and plan.requeue_after_s == 800
 
 
 def test_pod_group_members_wait_for_their_pod_group() -> None:

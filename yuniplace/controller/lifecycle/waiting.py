@@ -7,6 +7,7 @@ from __future__ import annotations
 from yuniplace.controller.lifecycle.context import RESYNC_S, Context, Step
 from yuniplace.controller.lifecycle.seats import swap
 from yuniplace.controller.lifecycle.table import Trigger
+from yuniplace.controller.plan import Failure
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.dialects.registry import dialect_of, pod_group_api
@@ -17,7 +18,9 @@ from yuniplace.runtime.events import Reason
 def without_originator(ctx: Context) -> Step | None:
     """Members whose task groups have not appeared (yet: no pod with task groups, no PodGroup, no
     pod of a Volcano task with a minimum): wait for an originator as long as the default timeout,
-    then let them run normally rather than hold them forever."""
+    then let them run normally rather than hold them forever. Members of a PodGroup that never came
+    (nor, maybe, its API: a CRD installed after them) fail instead: their gang's minimum is unknown, and
+    let go one by one they could start it in part, which their own schedulers never do either."""
     app, plan = ctx.app, ctx.plan
     gated = app.gated_members()
     # Placeholders without a live originator are garbage collected with it; deleting them here as
@@ -44,6 +47,15 @@ def without_originator(ctx: Context) -> Step | None:
         plan.requeue_after_s = expires - ctx.now
         return None
     missing = _what_is_missing(ctx, gated)
+    api = pod_group_api(gated)
+    if api is not None and app.pod_group is None:
+        why = (
+            f"{missing} after {timeout_s}s: failed rather than started without its gang, which could start in part; "
+            f"create the {api.kind} (and its CRD, {api.path.removeprefix('/apis/')}, where it is not installed), "
+            "then the pods again"
+        )
+        plan.fail += [Failure(member, Reason.RESOURCE_RESERVATION_TIMEOUT, why) for member in gated]
+        return None
     for member in gated:
         plan.ungate.append(member)
         ctx.event(member, Reason.GANG_SCHEDULING_FAILED, f"{missing} after {timeout_s}s; scheduling this pod normally")
