@@ -138,12 +138,21 @@ class ClaimHistory:
         with self._lock:
             self.states[claim["metadata"]["name"]].append((allocated_node(claim), reserved))
 
-    def lapses(self, claim: str) -> list[tuple[str | None, tuple[str, ...]]]:
-        """The states in which the claim, once allocated, was not (its devices free for anyone)."""
+    def lapses(self, claim: str, member: str) -> list[tuple[str | None, tuple[str, ...]]]:
+        """The states in which the claim was not allocated (its devices free for anyone), from the one in
+        which a placeholder held it for `member` last before `member` joined it: the hand-over's window.
+        (Before that a placeholder may lose a claim it was being allocated: kwok, which stands in for the
+        kubelet, deletes a terminating pod by name, no uid given, so a late deletion of a placeholder
+        meets the one made again under its name; a real kubelet's deletion names the pod's uid.)"""
         with self._lock:
             seen = list(self.states[claim])
-        first = next((i for i, (node, _) in enumerate(seen) if node is not None), len(seen))
-        return [state for state in seen[first:] if state[0] is None]
+        joined = next((i for i, (_, reserved) in enumerate(seen) if member in reserved), None)
+        if joined is None or joined == 0:
+            return seen  # the member never joined it from a placeholder: all of it is said
+        held = seen[joined - 1]
+        if held[0] is None or not any(name.startswith("tg-") for name in held[1]):
+            return seen[joined - 1 :]
+        return [state for state in seen[joined - 1 :] if state[0] is None]
 
     def stop(self) -> None:
         self._watch.stop()
@@ -253,7 +262,9 @@ def test_a_gang_waits_whole_while_a_pod_holds_devices_it_needs_then_starts_on_it
         claim = gpus.claim_of(name)
         pod = recorder.latest[name]
         assert allocated_node(claim) == pod["spec"]["nodeName"], (claim["status"], pod["spec"]["nodeName"])
-        assert claim_history.lapses(claim["metadata"]["name"]) == [], claim_history.states[claim["metadata"]["name"]]
+        assert claim_history.lapses(claim["metadata"]["name"], name) == [], claim_history.states[
+            claim["metadata"]["name"]
+        ]
         holders = [p for p in claim_history.states[claim["metadata"]["name"]] if any(n.startswith("tg-") for n in p[1])]
         assert holders, f"no placeholder held {claim['metadata']['name']}: {claim_history.states}"
     assert controller.metrics().get("yuniplace_dra_claims_handed_over_total") == 2
@@ -304,7 +315,7 @@ def test_the_swap_hands_each_claim_to_its_member_under_a_flood_of_device_pods(
             claim = gpus.claim_of(name)
             landed += allocated_node(claim) == recorder.latest[name]["spec"]["nodeName"]
             history = claim_history.states[claim["metadata"]["name"]]
-            assert claim_history.lapses(claim["metadata"]["name"]) == [], history
+            assert claim_history.lapses(claim["metadata"]["name"], name) == [], history
         version = cluster.client.get("/version")["gitVersion"]
         figure = (
             f"Kubernetes {version}: {len(names)} DRA members swapped under a flood of {len(flood)} device pods, "
@@ -439,7 +450,7 @@ def test_a_claim_every_member_shares_is_counted_once_and_handed_to_each_member(
     wait_running(cluster, gpus, names)
     claim = cluster.client.get(f"{DRA}/namespaces/{namespace}/resourceclaims/channel")
     assert sorted(c["name"] for c in claim["status"]["reservedFor"]) == names
-    assert claim_history.lapses("channel") == [], claim_history.states["channel"]
+    assert all(claim_history.lapses("channel", name) == [] for name in names), claim_history.states["channel"]
     assert allocated_node(claim) == place.nodes[0]
 
 
@@ -498,7 +509,8 @@ def test_executors_that_come_after_their_driver_runs_start_on_devices_held_for_t
     for name in names:
         claim = gpus.claim_of(name)
         assert allocated_node(claim) == recorder.latest[name]["spec"]["nodeName"]
-        assert claim_history.lapses(claim["metadata"]["name"]) == []
+        history = claim_history.states[claim["metadata"]["name"]]
+        assert claim_history.lapses(claim["metadata"]["name"], name) == [], history
         holders = [
             state
             for state in claim_history.states[claim["metadata"]["name"]]
@@ -578,4 +590,4 @@ def test_the_charts_permissions_let_the_swap_hand_claims_over(
         assert controller.metrics().get("yuniplace_dra_claims_handed_over_total") == 2, controller.log()
         for name in names:
             claim = gpus.claim_of(name)
-            assert claim_history.lapses(claim["metadata"]["name"]) == [], claim_history.states
+            assert claim_history.lapses(claim["metadata"]["name"], name) == [], claim_history.states
