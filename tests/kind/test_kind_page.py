@@ -1,7 +1,7 @@
 """The docs' "On kind, with Helm" commands (docs/getting-started/kind.md), run as written, in one shell, from a clean checkout's
 root: a kind cluster of its own (KIND_CLUSTER_NAME and KUBECONFIG keep it apart from the session's and
 from the user's), yuniplace loaded and installed with Helm, the batch Job applied, and the gang's story
-read from `kubectl get events -w` until both pods are bound on the nodes admission chose for them."""
+read from `kubectl events -w` (oldest first, then as they come) until both pods are bound on the nodes admission chose for them."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ GANG_FLOW = ("TaskGroupMatch", "GangStarting", "GangStarted")
 
 
 def reasons(lines: list[str]) -> list[tuple[str, str]]:
-    """(reason, whole line) of each `kubectl get events` row (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE)."""
+    """(reason, whole line) of each `kubectl events` row (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE)."""
     rows = []
     for line in lines:
         columns = line.split()
@@ -31,7 +31,7 @@ def reasons(lines: list[str]) -> list[tuple[str, str]]:
 
 def test_the_kind_page_commands_run_as_written(images: KindImages, tmp_path: Path) -> None:
     block = kind_page_block()
-    assert "kind create cluster" in block and "helm install" in block and "kubectl get events -w" in block
+    assert "kind create cluster" in block and "helm install" in block and "kubectl events -w" in block
     name = f"yp-readme-{os.getpid()}"
     script = tmp_path / "readme.sh"
     script.write_text("set -euo pipefail\n" + block)
@@ -66,7 +66,7 @@ def test_the_kind_page_commands_run_as_written(images: KindImages, tmp_path: Pat
         return all(any(reason == r for reason, _ in seen) for r in GANG_FLOW) and len(started) == 1
 
     try:
-        wait(flow_told, 600, "the batch Job's gang flow in `kubectl get events -w`")
+        wait(flow_told, 600, "the batch Job's gang flow in `kubectl events -w`")
         order = [reason for reason, _ in reasons(list(lines)) if reason in GANG_FLOW]
         firsts = [order.index(reason) for reason in GANG_FLOW]
         assert firsts == sorted(firsts), f"events out of order: {order}"
