@@ -27,6 +27,7 @@ SCENARIOS = {
     "topology",
     "autoscaling",
     "dra",
+    "native",
 }
 
 
@@ -62,6 +63,12 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     # Every member of a DRA gang had its claim held by a placeholder and handed over in the swap.
     [dra] = results["dra"]["rows"]
     assert dra["claims_handed_over"] == dra["members"] == 10 and dra["plain_s"] > 0
+    # A native gang whose pods come over 2 s is admitted at its first: placeholders hold its whole minimum
+    # until its last comes. One made in a burst holds them only if admitted before its last pod existed.
+    [native] = results["native"]["rows"]
+    assert native["spread"]["native_placeholders"] == [10], native
+    assert native["burst"]["native_placeholders"] in ([0], [10]), native
+    assert native["spread"]["native_admitted_after_last_s"] > 0 and native["spread"]["native_alone_s"] > 2
     for chart in ("gang-latency.png", "scale.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "results.md").read_text()
@@ -76,6 +83,7 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
         "### 6. Topology",
         "### 7. Autoscaled",
         "### 8. DRA gangs",
+        "### 1d. Native gangs",
     )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown

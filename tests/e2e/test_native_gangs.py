@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -37,7 +38,8 @@ from tests.e2e.test_queues import configured, waiting
 from yuniplace.controller.podgroups import served_native_version
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
-from yuniplace.kube import NotFound, workloadapi
+from yuniplace.gang.resources import pod_requests
+from yuniplace.kube import NotFound, parse_quantity, workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, wait_until
 from yuniplace.localcluster.components import LINGERS_ANNOTATION, Features
 
@@ -215,9 +217,11 @@ def test_a_native_gang_waits_for_its_queue_and_starts_whole_through_the_gang_plu
     record_property: Callable[[str, object], None],
 ) -> None:
     """Queue root.shared may hold 4 CPUs; the cluster has 16. Native gang A (4 × 1 CPU) is gated by the
-    chart's webhook, admitted, and its gates come off together: kube-scheduler's gang plugin binds it
-    whole, with no placeholder. Native gang B then stays gated, waiting for the queue's max (GangWaiting
-    names it), until A ends: then it starts whole in turn."""
+    chart's webhook and admitted as soon as its first pod is seen: with all 4 there by then, its gates
+    come off together; with some still to come, placeholders hold its room until they do. Either way
+    kube-scheduler's gang plugin binds it whole. Native gang B then stays gated, waiting for the queue's
+    max (GangWaiting names it), until A ends: then, every pod of it there, its gates come off together
+    with no placeholder, and it starts whole in turn."""
     cluster, namespace = native_cluster, native_namespace
     put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 4}"))
     configured(cluster, namespace, "QueuesApplied")
@@ -238,16 +242,25 @@ def test_a_native_gang_waits_for_its_queue_and_starts_whole_through_the_gang_plu
         delete_pods(cluster, namespace, first)
         bound(cluster, namespace, second)
         gates = {name: sorted(recorder.gates_seen[name]) for name in first + second}
-        placeholders = recorder.placeholder_uids
+        second_app = workloadapi.app_id(served(cluster), "second")
+        held_first = recorder.placeholders_of(first_app)
+        held_second = recorder.placeholders_of(second_app)
     # The second gang's pods, made while the queue was full, were gated by the webhook; of the first, made
-    # as it was admitted, those made after the admission were let through ungated.
+    # as it was admitted, those made after an admission with no placeholder were let through ungated.
     assert all(gates[name] == [keys.GATE] for name in second), gates
     assert gates[first[0]] == [keys.GATE] and all(gates[name] in ([keys.GATE], []) for name in first), gates
-    assert not placeholders, f"placeholders for gangs whose every member existed: {sorted(placeholders)}"
+    if held_first:
+        assert all(gates[name] == [keys.GATE] for name in first), (held_first, gates)
+    assert not held_second, f"placeholders for a gang whose every member existed: {sorted(held_second)}"
     assert not whole.partial, whole.partial
-    starting = [e["message"] for e in events_for(cluster, namespace, "GangStarting")]
-    assert len(starting) == 2 and all("kube-scheduler's gang plugin binds them all or none" in m for m in starting)
-    record_property("figure", f"Kubernetes {kubernetes_version()}: native gang B waited for its queue: {note}")
+    starting = events_for(cluster, namespace, "GangStarting")
+    second_starting = [e["message"] for e in starting if e["involvedObject"]["name"] in second]
+    assert len(second_starting) == 1 and "(all 4 pods exist): lifting their gates" in second_starting[0], starting
+    assert "kube-scheduler's gang plugin binds them all or none" in second_starting[0]
+    how = f"held by {len(held_first)} placeholders" if held_first else "its gates lifted at once"
+    record_property(
+        "figure", f"Kubernetes {kubernetes_version()}: gang A {how}; native gang B waited for its queue: {note}"
+    )
 
 
 @pytest.fixture
@@ -338,10 +351,11 @@ def test_a_native_gang_out_of_time_gives_its_room_back_or_fails_never_starting_i
     native_cluster: Cluster, native_namespace: str, native_controller: ControllerProcess, style: str
 ) -> None:
     """A native gang of minimum 3 whose third pod never comes (its PodGroup says a 5 s timeout and the
-    style) is admitted from what its group declares: its two pods' gates come off (the gang plugin holds
-    them) and it holds the queue's whole max while it waits; a second native gang waits behind it. At the
+    style) is admitted from what its group declares: placeholders hold its room, its two pods stay gated,
+    and it holds the queue's whole max while it waits; a second native gang waits behind it. At the
     timeout, Soft gives the room back (its pods stay unbound, to try again after a backoff) and Hard fails
-    its pods: either way the second gang starts, and no pod of the first is ever bound."""
+    its pods: either way its placeholders go, the second gang starts, and no pod of the first is ever
+    bound."""
     cluster, namespace = native_cluster, native_namespace
     put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 6}"))
     configured(cluster, namespace, "QueuesApplied")
@@ -351,8 +365,9 @@ def test_a_native_gang_out_of_time_gives_its_room_back_or_fails_never_starting_i
         stuck = native_pods(
             cluster, namespace, native_group(cluster, namespace, "stuck", 3, policy), "stuck", 2, cpu="2"
         )
-        for name in stuck:  # admitted: their gates are off, and the gang plugin holds them
-            cluster.wait_pod(namespace, name, lambda pod: not gates_of(pod))
+        stuck_app = workloadapi.app_id(served(cluster), "stuck")
+        wait_until(lambda: recorder.placeholders_of(stuck_app), WAIT_S)  # admitted: its room is held
+        held_throughout(cluster, namespace, stuck)
         following = native_pods(cluster, namespace, native_group(cluster, namespace, "next", 2), "next", 2, cpu="2")
         waiting(cluster, namespace, "next", "root.shared")
         bound(cluster, namespace, following)
@@ -365,55 +380,116 @@ def test_a_native_gang_out_of_time_gives_its_room_back_or_fails_never_starting_i
             failed = [e["message"] for e in events_for(cluster, namespace, "ApplicationFailed")]
             assert any("Hard style fails the application" in m for m in failed), failed
         ever_bound = [name for name in stuck if name in recorder.latest and is_bound(recorder.latest[name])]
-        placeholders = recorder.placeholder_uids
+        placeholders = sorted(recorder.placeholders_of(stuck_app))
     assert not ever_bound and not whole.partial, (ever_bound, whole.partial)
-    assert not placeholders, sorted(placeholders)
+    assert len(placeholders) >= 3, placeholders
+    try:
+        wait_until(lambda: all(cluster.get_pod(namespace, name) is None for name in placeholders), WAIT_S)
+    except TimeoutError:
+        left = [name for name in placeholders if cluster.get_pod(namespace, name) is not None]
+        raise AssertionError(f"placeholders left after the timeout: {left}") from None
     timed_out = [e["message"] for e in events_for(cluster, namespace, "PlaceholderTimeOut")]
     assert any("1 of its 3 pods still do not exist" in m for m in timed_out), timed_out
 
 
-def test_a_group_larger_than_its_pods_is_admitted_at_once_and_bound_whole_once_the_rest_arrive(
+def test_a_group_larger_than_its_pods_holds_the_room_of_those_to_come_and_binds_whole_once_they_arrive(
     native_cluster: Cluster,
     native_namespace: str,
     native_controller: ControllerProcess,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """A launcher's PodGroup says 3 while 2 of its pods exist: admitted from what its group declares, no
-    placeholder; their gates come off at once and the gang plugin holds them, unbound. The third, made a
-    while later, joins them (the webhook, serving in the controller's process, lets a member of an
-    admitted gang through ungated), and the gang plugin binds all 3 together."""
+    """A launcher's PodGroup says 3 while 2 of its pods exist: admitted from what its group declares, it
+    reserves the whole gang's room with placeholders and keeps its two pods gated (kube-scheduler's gang
+    plugin would hold them with no room). Then 14 plain 1-CPU pods of another namespace, of the same
+    priority, flood the two 8-CPU nodes: they get the 10 CPUs outside the gang's 6, no more. The third
+    member, made after, is gated by the webhook; each member takes a placeholder's place, and the gang
+    plugin binds all 3 together, seconds after the third came."""
     cluster, namespace = native_cluster, native_namespace
-    put_queues(cluster, namespace, queues_yaml("- name: shared"))
+    put_queues(cluster, namespace, queues_yaml("- name: shared\n  resources:\n    max: {vcore: 12}"))
     configured(cluster, namespace, "QueuesApplied")
-    with NamespaceRecorder(cluster.client, namespace) as recorder:
-        whole = Whole(recorder, {"launcher": 3})
-        member = native_group(cluster, namespace, "launcher", 3)
-        first = native_pods(cluster, namespace, member, "launcher", 2, cpu="2")
-        for name in first:
-            cluster.wait_pod(namespace, name, lambda pod: not gates_of(pod))
-        app = workloadapi.app_id(served(cluster), "launcher")
+    flood_namespace = f"{namespace[:50]}-flood"
+    cluster.local.create_namespace(flood_namespace)
+    try:
+        with NamespaceRecorder(cluster.client, namespace) as recorder:
+            whole = Whole(recorder, {"launcher": 3})
+            member = native_group(cluster, namespace, "launcher", 3)
+            first = native_pods(cluster, namespace, member, "launcher", 2, cpu="2")
+            app = workloadapi.app_id(served(cluster), "launcher")
 
-        def admitted() -> bool:
-            rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
-            return rows.get(app, {}).get("state") == "Reserved"
+            def reserved() -> bool:
+                rows = {row["application"]: row for row in status(cluster, "-n", namespace)}
+                return rows.get(app, {}).get("state") == "Reserved"
 
-        wait_until(admitted, WAIT_S)
-        assert not any(is_bound(recorder.latest[name]) for name in first)  # held by the gang plugin
-        last = native_pods(cluster, namespace, member, "launcher", 1, cpu="2", first=2)
-        bound(cluster, namespace, first + last)
-        starting = [e["message"] for e in events_for(cluster, namespace, "GangStarting")]
-        gated_late = sorted(recorder.gates_seen[last[0]])
-        placeholders = recorder.placeholder_uids
-    assert not placeholders, sorted(placeholders)
-    # Admitted as soon as its first pod was seen: one or both of the first two existed then.
-    admitted_with = [m for m in starting if re.search(r"\(minimum 3; [12] of its pods exist\): lifting their gates", m)]
-    assert len(admitted_with) == 1, starting
+            wait_until(reserved, WAIT_S)
+            held_throughout(cluster, namespace, first)
+            # The room outside the gang's: what its placeholders and the other pods (yuniplace's own, once
+            # none is still terminating) leave free on each node, in whole CPUs.
+            outside = wait_until(lambda: one_cpu_seats(cluster), WAIT_S)
+            flood = [f"flood-{i}" for i in range(14)]
+            for name in flood:
+                cluster.create_pod(flood_namespace, make_pod(name, cpu="1"))
+            flood_bound = settled(cluster, flood_namespace, flood)
+            made_at = time.monotonic()
+            last = native_pods(cluster, namespace, member, "launcher", 1, cpu="2", first=2)
+            bound(cluster, namespace, first + last)
+            whole_after_s = time.monotonic() - made_at  # an upper bound: bound() polls
+            gated_late = sorted(recorder.gates_seen[last[0]])
+            placeholders = recorder.placeholders_of(app)
+    finally:
+        cluster.client.delete(f"/api/v1/namespaces/{flood_namespace}")
+    assert outside.seats < 14, outside  # the flood would fill every node
+    assert flood_bound == outside.seats, f"the flood took {flood_bound} CPUs, where {outside} were outside the gang's"
+    assert len(placeholders) == 3, sorted(placeholders)
+    assert gated_late == [keys.GATE], gated_late  # to take a placeholder's place
     assert not whole.partial, whole.partial
+    swapped = [e["message"] for e in events_for(cluster, namespace, "PlaceholderSwapped")]
+    assert any("3 member(s) bound" in m for m in swapped), swapped
     record_property(
         "figure",
-        f"Kubernetes {kubernetes_version()}: a member made after its gang was admitted was "
-        + ("let through ungated" if not gated_late else f"gated ({gated_late}) and let go by the next reconcile"),
+        f"Kubernetes {kubernetes_version()}: the flood took {flood_bound} of 16 CPUs, all {outside.seats} outside the "
+        "gang's 6; the gang bound whole "
+        f"within {whole_after_s:.1f}s of its third member's creation",
     )
+
+
+class Seats(NamedTuple):
+    seats: int  # pods of 1 CPU the nodes can still take
+    held: dict[str, list[str]]  # what holds the rest, by node
+
+
+def one_cpu_seats(cluster: Cluster) -> Seats | None:
+    """How many pods of 1 CPU the nodes can still take (each node's allocatable less what its pods
+    request, in whole CPUs), once no pod on them is terminating (a last test's namespace going); None
+    until then."""
+    pods = cluster.client.get("/api/v1/pods", fieldSelector="spec.nodeName!=")["items"]
+    placed = [pod for pod in pods if not p.is_terminal(pod)]
+    if any(p.is_deleting(pod) for pod in placed):
+        return None
+    seats, held = 0, {}
+    for node in cluster.client.get("/api/v1/nodes")["items"]:
+        name = node["metadata"]["name"]
+        here = [pod for pod in placed if p.node_name(pod) == name]
+        used = sum(pod_requests(pod["spec"]).get("cpu", Decimal(0)) for pod in here)
+        seats += int(Decimal(parse_quantity(node["status"]["allocatable"]["cpu"])) - used)
+        held[name] = [f"{p.namespace(pod)}/{p.name(pod)}" for pod in here]
+    return Seats(seats, held)
+
+
+def settled(cluster: Cluster, namespace: str, names: list[str]) -> int:
+    """Wait until kube-scheduler has decided on each pod (bound, or found no node for it); how many CPUs
+    the bound ones hold (one each)."""
+
+    def decided(pod: Pod | None) -> bool:
+        conditions = (pod or {}).get("status", {}).get("conditions") or []
+        unschedulable = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)
+        return pod is not None and (is_bound(pod) or unschedulable)
+
+    def all_decided() -> list[Pod] | None:
+        found = [cluster.get_pod(namespace, name) for name in names]
+        return found if all(decided(pod) for pod in found) else None  # type: ignore[return-value]
+
+    pods: list[Pod] = wait_until(all_decided, WAIT_S)
+    return sum(1 for pod in pods if is_bound(pod))
 
 
 def test_a_namespace_that_opts_out_leaves_its_native_gangs_to_kube_scheduler(

@@ -22,6 +22,7 @@ from yuniplace.controller.lifecycle import plan_application
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
+from yuniplace.gang.placeholders import placeholder_name
 from yuniplace.gang.state import AppState
 from yuniplace.gang.taskgroups import Limits, OnTimeout
 from yuniplace.kube import workloadapi
@@ -256,16 +257,91 @@ def test_one_its_queue_does_not_hold_goes_with_no_record(ticket: LeftToKubeSched
     assert [e.reason for e in plan.events] == [Reason.NATIVE_GANG]
 
 
-def test_admitted_before_all_its_members_exist_its_gates_come_off_and_nothing_is_reserved() -> None:
-    """Its group says 3, 2 pods exist: admitted from what its group declares, their gates come off at
-    once (the gang plugin holds them until the third exists); no placeholder, its timeout from now."""
+def test_admitted_before_all_its_members_exist_its_placeholders_hold_the_whole_gangs_room() -> None:
+    """Its group says 3, 2 pods exist: admitted from what its group declares, but its gates stay on.
+    kube-scheduler's gang plugin would hold the two without room until the third exists, so a flood of
+    other pods could take it: placeholders for all 3 hold it instead, as for a YuniKorn gang."""
     app = application([native("launcher", i, cpu="2") for i in range(2)], pod_group("launcher", 3))
     plan = plan_of(app, Granted())
-    assert not plan.create and sorted(p.name(m) for m in plan.ungate) == ["launcher-0", "launcher-1"]
-    assert plan.state == AppState.RESERVED and plan.annotate[keys.FIRST_ALLOCATED] == p.format_time(NOW)
-    [starting] = [e.note for e in plan.events if e.reason == Reason.GANG_STARTING]
-    assert "(minimum 3; 2 of its pods exist): lifting their gates" in starting
-    assert "binds them all or none once all exist" in starting
+    assert not plan.ungate and not plan.swaps
+    assert len(plan.create) == 3 and all(p.is_placeholder(ph) for ph in plan.create)
+    assert plan.state == AppState.RESERVING
+    [creating] = [e.note for e in plan.events if e.reason == Reason.CREATING_PLACEHOLDERS]
+    assert "2 of its 3 pods exist: they hold the whole gang's room until the rest come" in creating
+    assert not [e for e in plan.events if e.reason == Reason.GANG_STARTING]
+
+
+def native_placeholders(app: Application, count: int) -> list[dict[str, Any]]:
+    """The gang's placeholders, placed one a node."""
+    group = app.spec.groups[0].name  # type: ignore[union-attr]
+    return [
+        builders.pod(
+            placeholder_name(app.key.app_id, group, i),
+            namespace=NS,
+            uid=f"ph-{i}",
+            labels={keys.PLACEHOLDER: "true", keys.PLACEHOLDER_APP: app.key.app_id},
+            annotations={keys.PLACEHOLDER_APP: app.key.app_id, keys.PLACEHOLDER_GROUP: group},
+            requests={"cpu": "2"},
+            node=f"n{i}",
+            phase="Running",
+        )
+        for i in range(count)
+    ]
+
+
+def reserving_record() -> dict[str, str]:
+    at = p.format_time(NOW)
+    return {keys.STATE: "Reserved", keys.RESERVATION_STARTED: at, keys.FIRST_ALLOCATED: at}
+
+
+def test_reserved_with_a_member_still_to_come_its_members_stay_gated_on_their_placeholders() -> None:
+    """Its 3 placeholders are placed, 2 of its pods exist: nothing moves until the third comes."""
+    members = [native("launcher", 0, cpu="2", annotations=reserving_record()), native("launcher", 1, cpu="2")]
+    app = application(members, pod_group("launcher", 3))
+    app = application([*members, *native_placeholders(app, 3)], pod_group("launcher", 3))
+    plan = plan_of(app, None, NOW + 5)
+    assert not plan.ungate and not plan.swaps and not plan.delete and not plan.create
+
+
+def test_a_placeholder_lost_while_it_waits_for_a_member_is_made_again_before_anything_starts() -> None:
+    """Its 3 placeholders were placed, 2 of its pods exist, and one placeholder is gone (its node lost):
+    the gang reserves again at once, with its members still gated, rather than when the third comes."""
+    members = [native("launcher", 0, cpu="2", annotations=reserving_record()), native("launcher", 1, cpu="2")]
+    app = application(members, pod_group("launcher", 3))
+    app = application([*members, *native_placeholders(app, 3)[:2]], pod_group("launcher", 3))
+    plan = plan_of(app, None, NOW + 5)
+    assert plan.state == AppState.RESERVING and not plan.ungate and not plan.swaps
+    [creating] = [e.note for e in plan.events if e.reason == Reason.CREATING_PLACEHOLDERS]
+    assert "no longer hold what its members ask" in creating and " 2/3 " in creating
+
+
+def test_its_last_member_come_every_member_takes_a_placeholders_place() -> None:
+    """The third comes (gated by the webhook, since placeholders hold its gang's room): each of the three
+    is swapped into a placeholder's node, for the gang plugin to bind them all or none."""
+    members = [native("launcher", i, cpu="2", annotations=reserving_record() if i == 0 else None) for i in range(3)]
+    app = application(members, pod_group("launcher", 3))
+    app = application([*members, *native_placeholders(app, 3)], pod_group("launcher", 3))
+    plan = plan_of(app, None, NOW + 5)
+    assert sorted(p.name(s.member) for s in plan.swaps) == ["launcher-0", "launcher-1", "launcher-2"]
+    assert sorted(s.node for s in plan.swaps) == ["n0", "n1", "n2"]
+
+
+def test_the_webhook_gates_a_member_of_a_native_gang_its_placeholders_hold() -> None:
+    """Admitted and reserved with placeholders (2 of 3 were there): the third is gated by the webhook,
+    to take a placeholder's place; once the placeholders are gone, a member comes through ungated."""
+    controller = Controller(FakeApi(), admission=False)  # type: ignore[arg-type]
+    try:
+        members = [native("launcher", 0, annotations=reserving_record()), native("launcher", 1)]
+        app = application(members, pod_group("launcher", 3))
+        placeholders = native_placeholders(app, 3)
+        controller.store.replace([*members, *placeholders])
+        joining = native("launcher", 2, gated=False)
+        assert not controller.admits_native(joining)
+        for placeholder in placeholders:
+            controller.store.delete(placeholder)
+        assert controller.admits_native(joining)
+    finally:
+        controller.close()
 
 
 def admitted_record(started: float = NOW) -> dict[str, str]:

@@ -21,6 +21,7 @@ from yuniplace.bench import (
     controlplane,
     dra,
     kindcampaign,
+    native,
     nativegate,
     report,
     scale,
@@ -54,6 +55,7 @@ SCENARIOS = (
     "topology",
     "autoscaling",
     "dra",
+    "native",
 )
 # Long runs of their own, only when named: a fault campaign and a soak.
 CAMPAIGNS = ("faults", "soak")
@@ -80,6 +82,7 @@ class Sizes:
     topology: topology.Shape
     autoscaling: autoscaling.Shape
     dra: dra.Shape
+    native: native.Shape
 
 
 FULL = Sizes(
@@ -102,9 +105,29 @@ FULL = Sizes(
     topology.FULL,
     autoscaling.FULL,
     dra.FULL,
+    native.FULL,
 )
 QUICK = Sizes(
-    100, (10, 50), 1, 10, 10, 5.0, 10, 2, 10, 10, 5, 20, (50,), 8, 10, 50, topology.QUICK, autoscaling.QUICK, dra.QUICK
+    100,
+    (10, 50),
+    1,
+    10,
+    10,
+    5.0,
+    10,
+    2,
+    10,
+    10,
+    5,
+    20,
+    (50,),
+    8,
+    10,
+    50,
+    topology.QUICK,
+    autoscaling.QUICK,
+    dra.QUICK,
+    native.QUICK,
 )
 
 
@@ -249,22 +272,6 @@ class Results(list[dict[str, Any]]):
         self._path.write_text(json.dumps(self, indent=2))
 
 
-NATIVE_QUEUE = "root.native"
-
-
-def queues_configmap(cluster: LocalCluster, queue: str) -> str:
-    """A queues ConfigMap holding one queue (`root.<name>`) with no limit, as NAMESPACE/NAME."""
-    namespace, name = "bench-queues", "queues"
-    cluster.create_namespace(namespace)
-    text = (
-        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n"
-        f"        queues:\n          - name: {queue.removeprefix('root.')}\n"
-    )
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"queues.yaml": text}}
-    cluster.client().create(f"/api/v1/namespaces/{namespace}/configmaps", body)
-    return f"{namespace}/{name}"
-
-
 def run_all(
     sizes: Sizes,
     chosen: Sequence[str],
@@ -357,7 +364,7 @@ def run_all(
                 served = workloadapi.version_named(workload_api.apis[0]) if workload_api.apis else None
                 if served is not None:
                     # Native gangs held and admitted by yuniplace: a controller holding a configured queue.
-                    queues = queues_configmap(cluster, NATIVE_QUEUE)
+                    queues = nativegate.queues_configmap(cluster, nativegate.QUEUE)
                     gate = nativegate.prepare(out_dir / "native-gate")
                     with ControllerUnderTest(
                         cluster,
@@ -369,7 +376,7 @@ def run_all(
                             f"1c. native gangs {sizes.gang_sizes}: admitted by yuniplace, and the gang plugin alone"
                         )
                         admitted = scenarios.native_admission(
-                            cluster, sizes.gang_sizes, sizes.repeats, served, NATIVE_QUEUE, nativegate.HELD
+                            cluster, sizes.gang_sizes, sizes.repeats, served, nativegate.QUEUE, nativegate.HELD
                         )
                     for row in gang_rows:
                         row.update(admitted[row["members"]])
@@ -497,6 +504,9 @@ def run_all(
         )
     if "dra" in chosen:
         results.append(dra.run(binaries, sizes.dra, log_dir / "controller-dra.log", controller_args, progress))
+    if "native" in chosen:
+        log = log_dir / "controller-native-1d.log"
+        results.append(native.run(binaries, kubernetes, sizes.native, out_dir, log, controller_args, progress))
     for long_run in campaigns:
         results.append(campaign.run(long_run, out_dir, progress))
     for on_kind in kind_campaigns:

@@ -17,6 +17,7 @@ from yuniplace.webhook.server import NATIVE_GANGS_PATH
 HELD = {"bench.yuniplace.io/native": "held"}
 NATIVE_POD = "has(object.spec.schedulingGroup) || has(object.spec.workloadRef)"  # the chart's match condition
 NAME = "bench-native-gate"
+QUEUE = "root.native"  # the queue the held gangs are admitted in
 
 
 @dataclass(frozen=True)
@@ -75,3 +76,16 @@ def register(cluster: LocalCluster, gate: NativeGate) -> None:
         ],
     }
     cluster.client().create("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body)
+
+
+def queues_configmap(cluster: LocalCluster, queue: str) -> str:
+    """A queues ConfigMap holding one queue (`root.<name>`) with no limit, as NAMESPACE/NAME."""
+    namespace, name = "bench-queues", "queues"
+    cluster.create_namespace(namespace)
+    text = (
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n"
+        f"        queues:\n          - name: {queue.removeprefix('root.')}\n"
+    )
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"queues.yaml": text}}
+    cluster.client().create(f"/api/v1/namespaces/{namespace}/configmaps", body)
+    return f"{namespace}/{name}"

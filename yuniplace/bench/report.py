@@ -546,6 +546,44 @@ def dra_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def native_table(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"### 1d. Native gangs whose members come over a while\n\nNot run: {result['skipped']}.\n"
+    spread = result["spread_s"]
+    lines = [
+        f"### 1d. Native gangs held by yuniplace, their pods made in one burst and over {spread:.0f} s "
+        f"({result['nodes']} nodes, {result['api']})",
+        "",
+        "| M | pods made | gang plugin alone, s | held by yuniplace, s | held / alone | after the last pod: "
+        "alone, s | held, s | API writes a member | placeholders made |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for row in result["rows"]:
+        for label, how in (("burst", "in one burst"), ("spread", f"over {spread:.0f} s")):
+            r = row[label]
+            after = (
+                f"{r['native_alone_after_last_s']} | {r['native_admitted_after_last_s']}"
+                if "native_alone_after_last_s" in r
+                else "– | –"
+            )
+            lines.append(
+                f"| {row['members']} | {how} | {r['native_alone_s']} | {r['native_admitted_s']} | "
+                f"{r['native_admitted_vs_alone']}× | {after} | {r.get('native_writes_per_member', '–')} | "
+                f"{', '.join(str(n) for n in r.get('native_placeholders', [])) or '–'} |"
+            )
+    lines += [
+        "",
+        "Times run from the first pod's creation to the last one bound; 'after the last pod' from the last one's "
+        "creation. Held: the gang's pods labelled with a configured queue, gated by yuniplace's native-gang "
+        "webhook (served in the controller's process, as the chart runs it) until its gang is admitted. A gang "
+        "admitted with its whole minimum there has its gates lifted, with nothing else written; one admitted "
+        "before its last pod exists holds its room with placeholders until it does (the placeholders made are "
+        "listed for each run). The controller runs with its defaults. Medians of "
+        f"{result['repeats']} run(s), the two taking turns; every run is in results.json.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def kueue_table(result: dict[str, Any]) -> str:
     """What Kueue was given in scenarios 1 and 2, so its figures can be read fairly and measured again."""
     settings = result["configuration"]
@@ -578,6 +616,7 @@ TABLES = {
     "autoscaling": autoscaling_table,
     "control-plane": control_plane_table,
     "dra": dra_table,
+    "native": native_table,
     "gang-size": gang_size_table,
     "kueue": kueue_table,
     "arrivals": arrivals_table,

@@ -22,7 +22,7 @@ from yuniplace.bench.subjects import (
     plain,
     yunikorn_gang,
 )
-from yuniplace.bench.workload import create_pods
+from yuniplace.bench.workload import create_pods, create_spread
 from yuniplace.gang import keys
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, wait_until
@@ -40,6 +40,7 @@ class Run(NamedTuple):
     seconds: float  # from the first pod's creation to the last one bound
     cpu: dict[str, float]  # CPU seconds each process used meanwhile (none unless sampled)
     story: list[dict[str, object]]  # each pod's moments from the first creation (PodTimeline.story)
+    after_last_s: float = 0.0  # from the last pod's creation to the last one bound
 
 
 def time_to_bound(
@@ -52,13 +53,14 @@ def time_to_bound(
     sample: Callable[[], dict[str, float]] | None = None,
     labels: Mapping[str, str] | None = None,
     setup: Callable[[str], None] | None = None,
+    spread_s: float = 0.0,
 ) -> Run:
     """Time from the first pod's creation to the last one bound (all created at once), and with
     `sample` (CPU seconds used so far by each process) what each process used in that time. `setup`
     creates the namespace (by default an empty one, with `labels`: a webhook's selector; a peer may
     need its queue there first); `objects` (API path under the namespace, object) are created next,
     untimed; `settle` runs before the namespace is deleted (e.g. to let the controller post its last
-    events)."""
+    events); `spread_s` makes the pods one at a time over that many seconds rather than all at once."""
     client = cluster.client()
     if setup is None:
         cluster.create_namespace(namespace, labels=dict(labels or {}))
@@ -70,12 +72,16 @@ def time_to_bound(
         with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline:
             before = sample() if sample is not None else {}
             started = time.monotonic()
-            create_pods(client, namespace, pods)
+            if spread_s:
+                create_spread(client, namespace, pods, spread_s)
+            else:
+                create_pods(client, namespace, pods)
+            made = time.monotonic()
             last = timeline.wait_bound([p["metadata"]["name"] for p in pods], timeout_s)
             after = sample() if sample is not None else {}
         if settle is not None:
             settle()
-        return Run(last - started, _spent(before, after), timeline.story(started))
+        return Run(last - started, _spent(before, after), timeline.story(started), max(0.0, last - made))
     finally:
         delete_namespace(cluster, namespace)
 
@@ -99,31 +105,44 @@ def native_admission(
     served: workloadapi.ServedVersion,
     queue: str,
     held: Mapping[str, str],
+    spread_s: float = 0.0,
+    controller: ControllerUnderTest | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Scenario 1c (a controller holding `queue`, serving the native-gang webhook for namespaces labelled
     `held`, must be running): one native gang of M members admitted by yuniplace (its pods created as a
     user's are, gated by the webhook until the gang is admitted, in `queue`) against the same gang left
-    to kube-scheduler's gang plugin alone (no webhook), alternating, `repeats` times; by M."""
+    to kube-scheduler's gang plugin alone (no webhook), alternating, `repeats` times; by M. With
+    `spread_s`, each gang's pods come one at a time over that many seconds, and the time from the last
+    one's creation is reported too; with `controller`, its API writes a member and the placeholders it
+    made."""
     found: dict[int, dict[str, Any]] = {}
     for members in sizes:
-        alone, admitted = [], []
+        alone, admitted, alone_after, admitted_after, writes, placeholders = [], [], [], [], [], []
         stories: dict[str, list[dict[str, object]]] = {}
         timeout_s = max(120.0, members * 0.5)
         for attempt in range(repeats):
             name = f"alone-{members}-{attempt}"
             objects, pods = native_gang(served, name, members)
-            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects)
+            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects, spread_s=spread_s)
             alone.append(run.seconds)
+            alone_after.append(run.after_last_s)
             stories.setdefault("alone", run.story)
             name = f"admitted-{members}-{attempt}"
             objects, pods = native_gang(served, name, members)
             for pod in pods:
                 pod["metadata"]["labels"][keys.YUNIKORN_QUEUE] = queue
-            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects, labels=held)
+            before = controller.writes() if controller is not None else {}
+            made_before = controller.placeholders_made() if controller is not None else 0.0
+            run = time_to_bound(cluster, name, pods, timeout_s, objects=objects, labels=held, spread_s=spread_s)
+            if controller is not None:
+                after = controller.writes()
+                writes.append(sum(after.get(k, 0.0) - before.get(k, 0.0) for k in after if k != "events") / members)
+                placeholders.append(controller.placeholders_made() - made_before)
             admitted.append(run.seconds)
+            admitted_after.append(run.after_last_s)
             stories.setdefault("admitted", run.story)
         plugin_s, admitted_s = statistics.median(alone), statistics.median(admitted)
-        found[members] = {
+        row: dict[str, Any] = {
             "native_alone_s": round(plugin_s, 2),
             "native_admitted_s": round(admitted_s, 2),
             "runs_native_alone_s": [round(x, 2) for x in alone],
@@ -131,6 +150,15 @@ def native_admission(
             "native_admitted_vs_alone": round(admitted_s / plugin_s, 2),
             "native_timelines": stories,  # one run of each: every pod seen, let go, bound
         }
+        if spread_s:
+            row["native_alone_after_last_s"] = round(statistics.median(alone_after), 2)
+            row["native_admitted_after_last_s"] = round(statistics.median(admitted_after), 2)
+            row["runs_native_alone_after_last_s"] = [round(x, 2) for x in alone_after]
+            row["runs_native_admitted_after_last_s"] = [round(x, 2) for x in admitted_after]
+        if writes:
+            row["native_writes_per_member"] = round(statistics.median(writes), 2)
+            row["native_placeholders"] = [int(x) for x in placeholders]
+        found[members] = row
     return found
 
 

@@ -165,6 +165,9 @@ class ControllerUnderTest:
                 totals[resource] = totals.get(resource, 0.0) + value
         return totals
 
+    def placeholders_made(self) -> float:
+        return self.metrics().get("yuniplace_placeholders_created_total", 0.0)
+
     def events_posted(self, reason: str) -> float:
         return sum(
             v

@@ -3,6 +3,7 @@ of users would."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,3 +35,15 @@ def create_pods(client: KubeClient, namespace: str, pods: Sequence[dict[str, Any
     path = f"/api/v1/namespaces/{namespace}/pods"
     with ThreadPoolExecutor(CREATE_CONCURRENCY) as executor:
         list(executor.map(lambda pod: client.create(path, pod), pods))
+
+
+def create_spread(client: KubeClient, namespace: str, pods: Sequence[dict[str, Any]], over_s: float) -> None:
+    """The pods one at a time, evenly over `over_s` (the first at once, the last at `over_s`): members a
+    launcher or an operator makes over a while rather than in one burst. The pacing is the workload's
+    own, not a wait on anything."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    started = time.monotonic()
+    step = over_s / max(1, len(pods) - 1)
+    for index, pod in enumerate(pods):
+        time.sleep(max(0.0, started + index * step - time.monotonic()))
+        client.create(path, pod)

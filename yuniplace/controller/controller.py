@@ -262,17 +262,20 @@ class Controller:
     # -- workers -----------------------------------------------------------------------------------
 
     def admits_native(self, pod: Mapping[str, Any]) -> bool:
-        """Whether the pod joins a native gang its queue has admitted (its record on its originator, as
-        this replica's store has it, whether or not it leads): the webhook then lets it through ungated,
-        for the gang plugin to hold with the rest. Only the current attempt's record counts: the pods of
-        one the gang was restarted from, ended or still terminating, say nothing of the new one, whose
-        members stay gated until it is admitted. A "no" for an admitted gang only costs a gate lifted a
-        moment later, by the gang's next reconcile."""
+        """Whether the pod joins a native gang its queue has admitted with no placeholder (its record on
+        its originator, as this replica's store has it, whether or not it leads): the webhook then lets
+        it through ungated, for the gang plugin to hold with the rest. A gang whose placeholders hold
+        its room keeps its members gated, each to take a placeholder's place. Only the current attempt's
+        record counts: the pods of one the gang was restarted from, ended or still terminating, say
+        nothing of the new one, whose members stay gated until it is admitted. A "no" for an admitted
+        gang only costs a gate lifted a moment later, by the gang's next reconcile."""
         key = p.app_key(pod)
         if key is None:
             return False
-        # Every pod creation of a held namespace asks, so it reads only the record, not the whole gang.
-        current = (m for m in self.store.app_pods(key) if not p.is_terminal(m) and not p.is_deleting(m))
+        # Every pod creation of a held namespace asks, so it reads only the records, not the whole gang.
+        current = [m for m in self.store.app_pods(key) if not p.is_terminal(m) and not p.is_deleting(m)]
+        if any(p.is_placeholder(m) for m in current):
+            return False
         records = (p.annotations_of(member) for member in current)
         states = (state_of(notes) for notes in records if keys.STATE in notes)
         return any(state in (AppState.RESERVED, AppState.RUNNING) for state in states)

@@ -142,13 +142,14 @@ def _admitted(ctx: Context) -> Step:
     if record.retry_after is not None:
         if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
             plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
-        if spec.native:
+        if spec.native and _all_exist(ctx):
             _lift_native_gates(ctx, f"{where} (attempt {record.attempts + 1})")
             return Step(Trigger.SEATED)
         ctx.event(
             originator,
             Reason.CREATING_PLACEHOLDERS,
-            f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again{where}",
+            f"attempt {record.attempts + 1}: creating {spec.min_members} placeholder pods again{where}"
+            + _held_for_members_to_come(ctx),
         )
         return Step(Trigger.ADMITTED_AGAIN)
     plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
@@ -162,12 +163,13 @@ def _admitted(ctx: Context) -> Step:
     # Seats are for every member admission saw; one gone since (deleted, say) leaves the gang to
     # reserve with placeholders, which wait for it to come back rather than start the rest.
     members = ctx.members
-    if spec.native:
+    if spec.native and _all_exist(ctx):
         _lift_native_gates(ctx, where)
         _warn(ctx)
         return Step(Trigger.SEATED)
     seated = (
-        isinstance(ticket, Granted)
+        not spec.native
+        and isinstance(ticket, Granted)
         and bool(ticket.seats)
         and all(len(members[group.name]) >= group.min_member for group in spec.groups)
     )
@@ -175,7 +177,11 @@ def _admitted(ctx: Context) -> Step:
         assert isinstance(ticket, Granted)
         _start_directly(ctx, ticket, where)
     else:
-        ctx.event(originator, Reason.CREATING_PLACEHOLDERS, f"creating {spec.min_members} placeholder pods{where}")
+        ctx.event(
+            originator,
+            Reason.CREATING_PLACEHOLDERS,
+            f"creating {spec.min_members} placeholder pods{where}" + _held_for_members_to_come(ctx),
+        )
     _warn(ctx)
     return Step(Trigger.SEATED if seated else Trigger.ADMITTED)
 
@@ -218,22 +224,39 @@ def _start_directly(ctx: Context, ticket: Granted, where: str) -> None:
     )
 
 
+def _all_exist(ctx: Context) -> bool:
+    """Whether a native gang's whole minimum exists: only then may its gates come off with nothing to
+    hold its room. kube-scheduler's gang plugin keeps the members it has in PreEnqueue until the last
+    one comes, holding no room meanwhile (neither assumed nor nominated), so any pod outside the gang
+    could take that room first and starve a gang its queue admitted."""
+    return len(ctx.app.live_members()) >= ctx.spec.min_members
+
+
+def _held_for_members_to_come(ctx: Context) -> str:
+    """What a native gang's placeholders are for: the room of its members yet to come, and of those
+    there, which kube-scheduler's gang plugin would hold without room until the rest exist."""
+    if not ctx.spec.native:
+        return ""
+    present = len(ctx.app.live_members())
+    return (
+        f" ({present} of its {ctx.spec.min_members} pods exist: they hold the whole gang's room until the rest "
+        f"come, as {ctx.spec.starts_when_all_exist} holds none for pods it waits with)"
+    )
+
+
 def _lift_native_gates(ctx: Context, where: str) -> None:
-    """A native gang its queue admits, from what its group declares (its minimum, shaped like the members
-    seen): every gate comes off at once, those of members yet to come as they come (or the webhook never
-    puts one on), and kube-scheduler's gang plugin holds them all until the whole minimum exists, then
-    binds them all or none. No placeholder, no seat: the plugin alone places the group, and its queue
+    """A native gang its queue admits with its whole minimum there: every gate comes off at once, and
+    kube-scheduler's gang plugin binds them all or none, in the cycle it sees them in. No placeholder,
+    no seat and no write once its last member exists: the plugin alone places the group, its queue
     keeps the room of the whole minimum. Its timeout runs from now."""
     plan, spec = ctx.plan, ctx.spec
     plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(ctx.now)
     plan.ungate += ctx.app.gated_members()
-    present = len(ctx.app.live_members())
-    exist = f"all {spec.min_members} pods exist" if present >= spec.min_members else f"{present} of its pods exist"
     ctx.event(
         ctx.originator,
         Reason.GANG_STARTING,
-        f"its queue admits the whole gang{where} (minimum {spec.min_members}; {exist}): lifting their gates; "
-        f"{spec.starts_when_all_exist} binds them all or none once all exist",
+        f"its queue admits the whole gang{where} (all {spec.min_members} pods exist): lifting their gates; "
+        f"{spec.starts_when_all_exist} binds them all or none",
     )
 
 

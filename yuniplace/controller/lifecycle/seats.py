@@ -123,8 +123,11 @@ def swap(ctx: Context) -> Step | None:
     deadline = app.reservation_deadline()
     if ctx.spec.native and not live:
         return _native_admitted(ctx, missing, deadline)
-    # A gang started directly (or holding nothing yet) has no placeholder to find too small or short.
-    if live and not missing and not ctx.started() and (short := unreserved(ctx, live)):
+    # A gang started directly (or holding nothing yet) has no placeholder to find too small or short. A
+    # native gang still waiting for members makes a lost placeholder again at once (its node gone, say):
+    # its members are held gated until all exist, and the room they will need is the placeholders'.
+    rechecked = not missing or ctx.spec.native
+    if live and rechecked and not ctx.started() and (short := unreserved(ctx, live)):
         ctx.event(
             ctx.originator,
             Reason.CREATING_PLACEHOLDERS,
