@@ -459,6 +459,25 @@ def test_a_gang_whose_members_are_being_created_is_decided_once_all_exist_or_the
     assert isinstance(ticket, Granted) and len(ticket.seats_of("workers")) == 4
 
 
+def test_a_native_gang_whose_members_are_being_created_waits_only_a_moment_for_the_next() -> None:
+    """A native gang's admission lifts no gate before all its members exist, so a burst of them is
+    admitted whole (nothing to hold) once none has come for native_arrival_wait_s; one whose members
+    keep it waiting longer is admitted then, to hold their room with placeholders. The whole wait even
+    with direct starts off (they are for YuniKorn's gangs)."""
+    wait = RULES.native_arrival_wait_s
+    assert wait < RULES.direct_start_wait_s
+
+    def native(arrived: tuple[float, float], present: int) -> App:
+        seen = app("n", 4, created=1, arrived=arrived, present=present)
+        return replace(seen, spec=replace(seen.spec, native=True))
+
+    for rules in (RULES, replace(RULES, direct_start=False)):
+        decided = decide(snapshot(nodes(2), [native((NOW - 0.05, NOW - 0.05), 1)]), rules)
+        assert key("n") not in decided.tickets and decided.next_cycle_at == NOW - 0.05 + wait
+        assert decide(snapshot(nodes(2), [native((NOW - 0.3, NOW - wait), 2)]), rules).tickets[key("n")] == Granted()
+        assert isinstance(decide(snapshot(nodes(2), [native((NOW - 0.05, NOW), 4)]), rules).tickets[key("n")], Granted)
+
+
 def test_a_gang_whose_owner_makes_all_its_pods_at_once_waits_for_a_group_with_none_yet() -> None:
     """A Ray head seen before its workers: KubeRay makes them in the same pass, so the gang waits for them
     (and its placeholders, or seats, are then sized by them); a Spark driver's executors come only once

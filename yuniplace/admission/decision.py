@@ -54,6 +54,11 @@ class AdmissionRules:
     # has some, not all) waits for the rest before admission decides: all there, it starts directly.
     # A Job controller creating a thousand pods keeps some coming every few milliseconds.
     direct_start_wait_s: float = 1.0
+    # The same for a native gang (kube-scheduler's own), whose admission lifts no gate before all its
+    # members exist: a burst of them (a Job's pods) is admitted whole once none has come for this long,
+    # its gates lifted with nothing held; one whose members keep it waiting longer holds their room with
+    # placeholders from then on.
+    native_arrival_wait_s: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -482,12 +487,17 @@ class Decision:
         decided while they keep coming, so that it may start directly once all exist: only once no new
         one has come for `direct_start_wait_s` (a Job whose parallelism is below the gang's minimum)
         or ARRIVAL_CAP_S after its first, a cycle decides it whatever has arrived. Until then it has no
-        ticket, and none of its room. A native gang is decided at once, from what its group declares: the
-        gang plugin, not a seat, keeps its members from starting before all exist."""
-        if not self._rules.direct_start or len(unit) != 1 or not unit[0].arriving or unit[0].spec.native:
+        ticket, and none of its room. A native gang waits only `native_arrival_wait_s` for its next member:
+        one admitted whole holds nothing, one admitted with members still to come holds their room with
+        placeholders, which a burst need not pay for."""
+        if len(unit) != 1 or not unit[0].arriving:
             return False
+        native = unit[0].spec.native
+        if not native and not self._rules.direct_start:
+            return False
+        wait_s = self._rules.native_arrival_wait_s if native else self._rules.direct_start_wait_s
         first, latest = unit[0].arrived
-        until = min(latest + self._rules.direct_start_wait_s, first + ARRIVAL_CAP_S)
+        until = min(latest + wait_s, first + ARRIVAL_CAP_S)
         if self._now >= until:
             return False
         self.next_cycle_at = min(until, self.next_cycle_at or until)

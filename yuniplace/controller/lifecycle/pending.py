@@ -247,8 +247,8 @@ def _held_for_members_to_come(ctx: Context) -> str:
 def _lift_native_gates(ctx: Context, where: str) -> None:
     """A native gang its queue admits with its whole minimum there: every gate comes off at once, and
     kube-scheduler's gang plugin binds them all or none, in the cycle it sees them in. No placeholder,
-    no seat and no write once its last member exists: the plugin alone places the group, its queue
-    keeps the room of the whole minimum. Its timeout runs from now."""
+    no seat and no write but the gates: the plugin alone places the group, its queue keeps the room of
+    the whole minimum. Its timeout runs from now."""
     plan, spec = ctx.plan, ctx.spec
     plan.annotate[keys.FIRST_ALLOCATED] = p.format_time(ctx.now)
     plan.ungate += ctx.app.gated_members()
