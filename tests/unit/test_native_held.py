@@ -271,6 +271,22 @@ def test_admitted_before_all_its_members_exist_its_placeholders_hold_the_whole_g
     assert not [e for e in plan.events if e.reason == Reason.GANG_STARTING]
 
 
+def test_an_attempt_after_one_that_let_its_pods_go_lifts_the_rest_with_nothing_held() -> None:
+    """Its first attempt was admitted whole and let its pods go; out of time (Soft), it tries again with
+    one of them gone since. Their room cannot be held for pods the gang plugin already has, and
+    placeholders would only stand in their way: the gate of the one made since comes off too."""
+    record = {
+        keys.STATE: "Pending",
+        keys.RETRY_AFTER: p.format_time(NOW - 1),
+        keys.ATTEMPTS: "1",
+        keys.RESERVATION_STARTED: p.format_time(NOW - 100),
+    }
+    members = [native("launcher", 0, gated=False, annotations=record), native("launcher", 2)]
+    plan = plan_of(application(members, pod_group("launcher", 3)), Granted())
+    assert [p.name(m) for m in plan.ungate] == ["launcher-2"] and not plan.create
+    assert plan.state == AppState.RESERVED
+
+
 def native_placeholders(app: Application, count: int) -> list[dict[str, Any]]:
     """The gang's placeholders, placed one a node."""
     group = app.spec.groups[0].name  # type: ignore[union-attr]
@@ -313,6 +329,16 @@ def test_a_placeholder_lost_while_it_waits_for_a_member_is_made_again_before_any
     assert plan.state == AppState.RESERVING and not plan.ungate and not plan.swaps
     [creating] = [e.note for e in plan.events if e.reason == Reason.CREATING_PLACEHOLDERS]
     assert "no longer hold what its members ask" in creating and " 2/3 " in creating
+
+
+def test_every_placeholder_lost_while_it_waits_it_reserves_again_and_lifts_no_gate() -> None:
+    """Both nodes of its placeholders gone: no placeholder is left, and its pods, still gated, are not
+    let go to the gang plugin as a gang admitted whole would be. It reserves its whole room again."""
+    members = [native("launcher", 0, cpu="2", annotations=reserving_record()), native("launcher", 1, cpu="2")]
+    plan = plan_of(application(members, pod_group("launcher", 3)), None, NOW + 5)
+    assert plan.state == AppState.RESERVING and not plan.ungate and not plan.swaps
+    [creating] = [e.note for e in plan.events if e.reason == Reason.CREATING_PLACEHOLDERS]
+    assert " 0/3 " in creating
 
 
 def test_its_last_member_come_every_member_takes_a_placeholders_place() -> None:

@@ -142,7 +142,7 @@ def _admitted(ctx: Context) -> Step:
     if record.retry_after is not None:
         if record.reservation_started is None:  # the attempt after a timeout has a clock of its own
             plan.annotate[keys.RESERVATION_STARTED] = p.format_time(ctx.now)
-        if spec.native and _all_exist(ctx):
+        if spec.native and _lifts_at_once(ctx):
             _lift_native_gates(ctx, f"{where} (attempt {record.attempts + 1})")
             return Step(Trigger.SEATED)
         ctx.event(
@@ -163,7 +163,7 @@ def _admitted(ctx: Context) -> Step:
     # Seats are for every member admission saw; one gone since (deleted, say) leaves the gang to
     # reserve with placeholders, which wait for it to come back rather than start the rest.
     members = ctx.members
-    if spec.native and _all_exist(ctx):
+    if spec.native and _lifts_at_once(ctx):
         _lift_native_gates(ctx, where)
         _warn(ctx)
         return Step(Trigger.SEATED)
@@ -224,12 +224,14 @@ def _start_directly(ctx: Context, ticket: Granted, where: str) -> None:
     )
 
 
-def _all_exist(ctx: Context) -> bool:
-    """Whether a native gang's whole minimum exists: only then may its gates come off with nothing to
-    hold its room. kube-scheduler's gang plugin keeps the members it has in PreEnqueue until the last
-    one comes, holding no room meanwhile (neither assumed nor nominated), so any pod outside the gang
-    could take that room first and starve a gang its queue admitted."""
-    return len(ctx.app.live_members()) >= ctx.spec.min_members
+def _lifts_at_once(ctx: Context) -> bool:
+    """Whether a native gang's gates come off at its admission with nothing to hold its room: its whole
+    minimum exists, or an earlier attempt let its members go already (their room cannot be held for
+    them, and placeholders would stand in their way). Else kube-scheduler's gang plugin would keep the
+    members it has in PreEnqueue until the last one comes, holding no room meanwhile (neither assumed
+    nor nominated), and any pod outside the gang could take that room first and starve a gang its queue
+    admitted."""
+    return len(ctx.app.live_members()) >= ctx.spec.min_members or not p.is_held(ctx.originator)
 
 
 def _held_for_members_to_come(ctx: Context) -> str:

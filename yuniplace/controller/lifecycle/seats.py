@@ -121,13 +121,16 @@ def swap(ctx: Context) -> Step | None:
     live = app.live_placeholders()
     missing = members_missing(ctx)
     deadline = app.reservation_deadline()
-    if ctx.spec.native and not live:
+    # A native gang admitted whole had its gates lifted then (its originator among them); one whose
+    # placeholders hold its room keeps them on until its members take the placeholders' places.
+    held_by_placeholders = ctx.spec.native and p.is_held(ctx.originator)
+    if ctx.spec.native and not live and not held_by_placeholders:
         return _native_admitted(ctx, missing, deadline)
     # A gang started directly (or holding nothing yet) has no placeholder to find too small or short. A
-    # native gang still waiting for members makes a lost placeholder again at once (its node gone, say):
-    # its members are held gated until all exist, and the room they will need is the placeholders'.
+    # native gang still waiting for members makes a lost placeholder again at once (its node gone, say),
+    # the last one too: its members are held gated until all exist, and their room is the placeholders'.
     rechecked = not missing or ctx.spec.native
-    if live and rechecked and not ctx.started() and (short := unreserved(ctx, live)):
+    if (live or held_by_placeholders) and rechecked and not ctx.started() and (short := unreserved(ctx, live)):
         ctx.event(
             ctx.originator,
             Reason.CREATING_PLACEHOLDERS,
