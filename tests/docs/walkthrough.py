@@ -201,7 +201,8 @@ class Run:
         return last[0]
 
     def _watch(self, commands: str, lines: int) -> str:
-        """Read a watch until it printed `lines` non-empty lines, or its deadline passed; then stop it."""
+        """Read a watch until it printed `lines` non-empty lines, each whole (a read can end within a
+        line: kubectl's columns may come in two writes), or its deadline passed; then stop it."""
         process = subprocess.Popen(
             ["bash", "-c", self._shell(commands)],
             cwd=self.cwd,
@@ -215,7 +216,7 @@ class Run:
         printed = b""
         deadline = time.monotonic() + WATCH_S
         try:
-            while sum(1 for line in printed.splitlines() if line.strip()) < lines:
+            while sum(1 for line in printed.split(b"\n")[:-1] if line.strip()) < lines:
                 ready, _, _ = select.select([descriptor], [], [], max(0.0, deadline - time.monotonic()))
                 chunk = os.read(descriptor, 65536) if ready else b""
                 if not chunk:
