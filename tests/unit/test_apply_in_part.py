@@ -33,6 +33,10 @@ class Recorder:
 class Landings:
     def expect(self, *_: Any) -> None: ...
 
+    def hold(self, *_: Any) -> None: ...
+
+    def release(self, *_: Any) -> None: ...
+
 
 def carry_out(api: FakeApi, plan: Any) -> tuple[list[str], PartlyApplied | None]:
     """The plan carried out one write at a time (so that the n-th is always the same), with the events

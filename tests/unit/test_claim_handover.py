@@ -72,6 +72,10 @@ class Store:
 class Landings:
     def expect(self, *_: Any) -> None: ...
 
+    def hold(self, *_: Any) -> None: ...
+
+    def release(self, *_: Any) -> None: ...
+
 
 class Metrics:
     class _Counter:

@@ -76,6 +76,10 @@ class Store:
 class Landings:
     def expect(self, *_: Any) -> None: ...
 
+    def hold(self, *_: Any) -> None: ...
+
+    def release(self, *_: Any) -> None: ...
+
 
 def run(hold: bool) -> tuple[list[str], bool, list[int]]:
     api, asked = Api(), []

@@ -69,3 +69,27 @@ def test_an_event_per_member_when_asked() -> None:
     tracked.observe(member("w-0", node="n1"))
     assert [reason for _, reason, _ in recorder.events] == [Reason.GANG_STARTED, Reason.GANG_STARTED]
     assert "started on the seat admission chose: bound on its seat n1" in recorder.events[0][2]
+
+
+def test_landings_of_a_plan_being_applied_are_told_after_its_own_events() -> None:
+    """Members can be bound before their plan's writes are all done: their GangStarted waits for the
+    plan's GangStarting, posted once its writes are, and then comes in the order they landed."""
+    tracked, recorder, _ = landings(member_events=True)
+    originator = member("w-0")
+    tracked.hold(KEY)
+    for name in ("w-0", "w-1"):
+        tracked.expect(Swap(member(name), None, "n1", "workers", direct=True), KEY, originator)
+    tracked.observe(member("w-0", node="n1"))
+    tracked.observe(member("w-1", node="n1"))
+    other = p.AppKey("ns", "other")
+    tracked.expect(Swap(member("o-0"), None, "n2", "workers", direct=True), other, member("o-0"))
+    tracked.observe(member("o-0", node="n2"))  # another application's plan is not being applied: told now
+    assert [pod for pod, _, _ in recorder.events] == ["o-0", "o-0"]
+    recorder.record(originator, Reason.GANG_STARTING, "the plan's own event")
+    tracked.release(KEY)
+    assert [(pod, reason) for pod, reason, _ in recorder.events[2:]] == [
+        ("w-0", Reason.GANG_STARTING),
+        ("w-0", Reason.GANG_STARTED),
+        ("w-1", Reason.GANG_STARTED),
+        ("w-0", Reason.GANG_STARTED),
+    ]

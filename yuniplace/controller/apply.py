@@ -308,18 +308,22 @@ class Executor:
         was done are posted, none of the rest, and PartlyApplied says what was done (the gang's next look
         makes the rest again)."""
         progress = Progress(plan)
+        self._landings.hold(plan.key)  # a member bound meanwhile is told after the plan's own events
         try:
-            refused = self._write(plan, progress)
-        except Exception as error:
+            try:
+                refused = self._write(plan, progress)
+            except Exception as error:
+                self._announce(plan, progress)
+                raise PartlyApplied(progress.said(), error) from error
             self._announce(plan, progress)
-            raise PartlyApplied(progress.said(), error) from error
-        self._announce(plan, progress)
-        return refused
+            return refused
+        finally:
+            self._landings.release(plan.key)
 
     def _announce(self, plan: Plan, progress: Progress) -> None:
-        """Post each event whose writes are done, in the plan's order. After the writes, a member's
-        PlaceholderSwapped (posted when it binds) may seldom come before its gang's GangStarting or
-        GangReservationComplete; never an event before what it tells of."""
+        """Post each event whose writes are done, in the plan's order: after the writes, and before
+        the landings of members its writes released (held until then), so a gang's GangStarting
+        comes before its GangStarted; never an event before what it tells of."""
         for event in plan.events:
             if progress.announced(event):
                 self._recorder.record(event.pod, event.reason, event.note, kind=event.kind)

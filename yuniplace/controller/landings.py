@@ -47,6 +47,30 @@ class Landings:
         self._lock = threading.Lock()
         self._members: dict[str, _Member] = {}  # by uid
         self._groups: dict[tuple[p.AppKey, str], _Group] = {}
+        # Landings of an application whose plan is being applied, told once the plan has posted its own
+        # events: a member can be bound before its plan's writes are all done, and its GangStarted must
+        # not come before the GangStarting that releases it.
+        self._held: dict[p.AppKey, list[tuple[Pod, Reason, str]]] = {}
+
+    def hold(self, key: p.AppKey) -> None:
+        """The application's plan is being applied: its landings wait for `release`."""
+        with self._lock:
+            self._held.setdefault(key, [])
+
+    def release(self, key: p.AppKey) -> None:
+        """The application's plan has posted its events: tell its landings held meanwhile, in order."""
+        with self._lock:
+            held = self._held.pop(key, [])
+        for pod, reason, note in held:
+            self._recorder.record(pod, reason, note)
+
+    def _tell(self, key: p.AppKey, pod: Pod, reason: Reason, note: str) -> None:
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None:
+                held.append((pod, reason, note))
+                return
+        self._recorder.record(pod, reason, note)
 
     def expect(self, swap: Swap, key: p.AppKey, originator: Pod | None) -> None:
         """A member is being handed its node's room (a placeholder's, or its seat)."""
@@ -91,7 +115,8 @@ class Landings:
                 if member.direct
                 else f"took the place of a {member.group[1]} placeholder"
             )
-            self._recorder.record(
+            self._tell(
+                member.group[0],
                 pod,
                 Reason.GANG_STARTED if member.direct else Reason.PLACEHOLDER_SWAPPED,
                 f"{what}: bound {where} in {elapsed:.2f}s",
@@ -99,23 +124,25 @@ class Landings:
         if done is not None:
             self._report(*done)
 
-    def _settle(self, key: tuple[p.AppKey, str]) -> tuple[str, _Group] | None:
+    def _settle(self, key: tuple[p.AppKey, str]) -> tuple[tuple[p.AppKey, str], _Group] | None:
         """One member of the group is done; the group, once none is left on its way."""
         group = self._groups[key]
         group.pending -= 1
         if group.pending > 0:
             return None
         del self._groups[key]
-        return key[1], group
+        return key, group
 
-    def _report(self, name: str, group: _Group) -> None:
+    def _report(self, key: tuple[p.AppKey, str], group: _Group) -> None:
+        app, name = key
         bound = group.landed + group.moved
         if group.originator is None or bound == 0:
             return
         elapsed = self._clock() - group.started
         where = "on the nodes admission chose" if group.direct else "on their reserved nodes"
         moved = f", {group.moved} elsewhere (their node was taken)" if group.moved else ""
-        self._recorder.record(
+        self._tell(
+            app,
             group.originator,
             Reason.GANG_STARTED if group.direct else Reason.PLACEHOLDER_SWAPPED,
             f"task group {name}: {bound} member(s) bound in {elapsed:.2f}s, {group.landed} {where}{moved}",
