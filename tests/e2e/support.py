@@ -454,6 +454,25 @@ def events_for(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, 
     return [e for e in items if e["reason"] == reason]
 
 
+def posted(
+    cluster: Cluster, namespace: str, reason: str, *, on: str = "", count: int = 1, timeout_s: float = DEFAULT_WAIT_S
+) -> list[dict[str, Any]]:
+    """The events of a reason (on objects whose names begin with `on`), once `count` of them are there.
+    yuniplace posts an event after the writes it tells of, so what a test sees of those writes (a gang's
+    pods evicted, another gang running on the room the first evictions freed) can come before it: a
+    test waits for the event rather than reading the events once."""
+
+    def found() -> list[dict[str, Any]] | None:
+        events = [e for e in events_for(cluster, namespace, reason) if e["involvedObject"]["name"].startswith(on)]
+        return events if len(events) >= count else None
+
+    try:
+        return wait_until(found, timeout_s)  # type: ignore[no-any-return]
+    except TimeoutError:
+        notes = [e["message"] for e in events_for(cluster, namespace, reason)]
+        raise AssertionError(f"not {count} {reason} event(s) on {on or 'any'}* in {namespace}: {notes}") from None
+
+
 def is_succeeded(pod: Pod) -> bool:
     return pod.get("status", {}).get("phase") == "Succeeded"
 

@@ -35,6 +35,7 @@ from tests.e2e.support import (
     gang_pod,
     is_running,
     make_pod,
+    posted,
     put_queues,
 )
 from tests.e2e.test_kuberay import all_running, create_ray_cluster, kuberay, operator
@@ -179,15 +180,6 @@ def running_whole(cluster: Cluster, namespace: str, app: str, count: int) -> lis
     return wait_until(whole, WAIT_S)  # type: ignore[no-any-return]
 
 
-def event_on(cluster: Cluster, namespace: str, reason: str, app: str) -> dict[str, Any]:
-    def found() -> dict[str, Any] | None:
-        return next(
-            (e for e in events_for(cluster, namespace, reason) if e["involvedObject"]["name"].startswith(app)), None
-        )
-
-    return wait_until(found, WAIT_S)  # type: ignore[no-any-return]
-
-
 @BOTH_STARTS
 def test_a_gang_that_fits_no_node_gets_nodes_for_all_of_it_in_one_round_and_starts_whole(
     cluster: Cluster,
@@ -235,7 +227,7 @@ def test_admission_counts_what_a_pool_can_still_make_and_says_when_none_can_hold
         e for e in events_for(cluster, namespace, "GangWaiting") if e["involvedObject"]["name"].startswith("fits")
     ]
     gang_job(cluster, namespace, busy, "huge", 5, cpu="3", memory="1Gi")
-    waiting = event_on(cluster, namespace, "GangWaiting", "huge")
+    waiting = posted(cluster, namespace, "GangWaiting", on="huge")[0]
     assert "more than all matching nodes hold and its node pools can still make" in waiting["message"], waiting
     assert f"NodePool {pool} (nodes of cpu 4; cpu limit 8" in waiting["message"], waiting
     assert len(pools.claims(pool)) == 2
@@ -258,7 +250,7 @@ def test_two_gangs_on_room_for_one_start_one_at_a_time_and_never_hold_half_each(
     gang_job(cluster, namespace, busy, "first", 2, cpu="3", memory="1Gi")
     first = running_whole(cluster, namespace, "first", 2)
     gang_job(cluster, namespace, busy, "second", 2, cpu="3", memory="1Gi")
-    waiting = event_on(cluster, namespace, "GangWaiting", "second")
+    waiting = posted(cluster, namespace, "GangWaiting", on="second")[0]
     assert "waiting for free capacity: second/workers: 0 of 2 pods" in waiting["message"], waiting
     assert f"NodePool {pool}" in waiting["message"], waiting
     assert not [ph for ph in recorder.latest.values() if p.is_placeholder(ph) and "second" in p.name(ph)]
@@ -336,8 +328,8 @@ def test_placeholders_for_an_autoscaler_it_cannot_read_come_when_their_time_is_u
     process.start()
     try:
         gang_job(cluster, namespace, busy, "train", 2, cpu="3", memory="1Gi")
-        waiting = event_on(cluster, namespace, "GangWaiting", "train")
-        created = event_on(cluster, namespace, "GangExceedsCapacity", "train")
+        waiting = posted(cluster, namespace, "GangWaiting", on="train")[0]
+        created = posted(cluster, namespace, "GangExceedsCapacity", on="train")[0]
         assert "creating its placeholders anyway, so that a cluster autoscaler sees pods" in created["message"]
         after = p.parse_time(created["eventTime"]) - p.parse_time(waiting["eventTime"])  # type: ignore[operator]
         assert after >= 5.0, after
@@ -379,7 +371,7 @@ def test_a_native_gang_held_in_a_queue_gets_its_nodes_in_one_round_too(
                 WAIT_S,
             )
         else:
-            starting = event_on(cluster, namespace, "GangStarting", "train")
+            starting = posted(cluster, namespace, "GangStarting", on="train")[0]
             assert "(all 3 pods exist)" in starting["message"], starting
     finally:
         assert process.stop() == 0, process.log()
@@ -429,7 +421,7 @@ def test_a_scale_up_that_comes_only_partly_never_starts_part_of_the_gang(
     try:
         policy = f"placeholderTimeoutInSeconds=20 gangSchedulingStyle={style}"
         gang_job(cluster, namespace, busy, "train", 3, cpu="3", memory="1Gi", policy=policy)
-        creating = event_on(cluster, namespace, "CreatingPlaceholders", "train")
+        creating = posted(cluster, namespace, "CreatingPlaceholders", on="train")[0]
         assert f"NodePool {pool} is to make the nodes for them" in creating["message"], creating
         cluster.client.patch(f"{NODEPOOLS}/{pool}", {"spec": {"limits": {"cpu": "8"}}})
     finally:
@@ -439,17 +431,17 @@ def test_a_scale_up_that_comes_only_partly_never_starts_part_of_the_gang(
         return sum(1 for ph in recorder.latest.values() if p.is_placeholder(ph) and p.node_name(ph))
 
     wait_until(lambda: placed() == 2, WAIT_S)
-    timed_out = event_on(cluster, namespace, "PlaceholderTimeOut", "train")
+    timed_out = posted(cluster, namespace, "PlaceholderTimeOut", on="train")[0]
     assert "2/3 placeholders placed" in timed_out["message"], timed_out
     assert f"its nodes were to come from NodePool {pool}, which made room for part of it" in timed_out["message"]
     if style == "Soft":
-        released = event_on(cluster, namespace, "GangReservationReleased", "train")
+        released = posted(cluster, namespace, "GangReservationReleased", on="train")[0]
         assert "its pods wait, still gated, for the next attempt" in released["message"], released
         wait_until(lambda: not pools.claims(pool), WAIT_S * 3)  # the nodes made for it are taken back
         pods = members(cluster, namespace, "train")
         assert all(keys.GATE in [g["name"] for g in pod["spec"].get("schedulingGates") or []] for pod in pods), pods
     else:
-        failed = event_on(cluster, namespace, "ApplicationFailed", "train")
+        failed = posted(cluster, namespace, "ApplicationFailed", on="train")[0]
         assert "Hard style fails the application" in failed["message"], failed
 
         def all_failed() -> bool:

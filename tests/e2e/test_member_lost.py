@@ -29,6 +29,7 @@ from tests.e2e.support import (
     gang_pod,
     is_running,
     make_unready,
+    posted,
 )
 from tests.e2e.test_native_gangs import status
 from tests.e2e.test_queues import app_pods
@@ -150,13 +151,6 @@ def running_pods(
         raise AssertionError(f"not {count} new pods of {app} running in {timeout_s:.0f}s: {states}") from None
 
 
-def event_with(cluster: Cluster, namespace: str, reason: str, timeout_s: float = WAIT_S) -> dict[str, Any]:
-    def found() -> dict[str, Any] | None:
-        return next(iter(events_for(cluster, namespace, reason)), None)
-
-    return wait_until(found, timeout_s)  # type: ignore[no-any-return]
-
-
 def restarted_whole(
     cluster: Cluster, namespace: str, recorder: NamespaceRecorder, first: list[Pod], timeout_s: float = WAIT_S
 ) -> list[Pod]:
@@ -207,7 +201,7 @@ def test_a_job_gang_whose_node_is_deleted_is_restarted_whole_only_when_it_asks(
             assert now is not None and is_running(now) and not p.is_deleting(now), now
         assert not events_for(cluster, namespace, "GangRestarting")
         return
-    restarting = event_with(cluster, namespace, "GangRestarting")
+    restarting = posted(cluster, namespace, "GangRestarting")[0]
     assert restarting["involvedObject"]["name"] == event["involvedObject"]["name"]
     assert (
         "evicting its 3 pods together for Job train to make them again (restart 1 of at most 3)"
@@ -239,7 +233,7 @@ def test_a_job_gang_whose_member_fails_is_restarted_whole_and_the_replacement_ne
     finish(cluster, namespace, p.name(first[1]), "Failed")
     event = degraded_event(cluster, namespace)
     assert f"lost: {p.name(first[1])} failed" in event["message"], event
-    restarting = event_with(cluster, namespace, "GangRestarting")
+    restarting = posted(cluster, namespace, "GangRestarting")[0]
     assert "evicting its" in restarting["message"] and "restart 1 of at most 3" in restarting["message"]
     restarted_whole(cluster, namespace, recorder, first)
     record_property(
@@ -262,7 +256,7 @@ def test_a_job_gang_whose_member_is_never_ready_is_restarted_after_its_ready_tim
     make_unready(cluster, namespace, stuck)
     event = degraded_event(cluster, namespace)
     assert re.search(rf"lost: {stuck} not Ready for [0-9]+s", event["message"]), event
-    event_with(cluster, namespace, "GangRestarting")
+    posted(cluster, namespace, "GangRestarting")
     restarted_whole(cluster, namespace, recorder, first)
 
 
@@ -281,7 +275,7 @@ def test_a_released_gang_gives_its_room_to_the_next_gang_of_its_queue(
 
     wait_until(next_waits, WAIT_S)
     cluster.client.delete(f"/api/v1/nodes/{first[0]['spec']['nodeName']}")  # 3 nodes left: room for one gang
-    released = event_with(cluster, namespace, "GangReleased")
+    released = posted(cluster, namespace, "GangReleased")[0]
     assert (
         "past its recovery timeout (3s): evicting its 3 pods to give its room back for Job train"
         in (released["message"])
@@ -299,7 +293,7 @@ def test_past_its_restart_limit_a_gang_fails_and_so_does_every_new_pod_of_it(
     place = pool(3, cpu="4")
     first = job_gang(cluster, namespace, place, {**RESTART, keys.RESTART_LIMIT: "1"})
     finish(cluster, namespace, p.name(first[1]), "Failed")
-    event_with(cluster, namespace, "GangRestarting")
+    posted(cluster, namespace, "GangRestarting")
     second = restarted_whole(cluster, namespace, recorder, first)
     finish(cluster, namespace, p.name(second[0]), "Failed")
 
@@ -417,7 +411,7 @@ def test_a_replacement_that_cannot_be_placed_leaves_the_gang_degraded_until_it_r
     room_added_at = time.time()
     pool(1, cpu="4")
     cluster.wait_pod(namespace, p.name(replacement), is_running, timeout_s=WAIT_S)
-    recovered = event_with(cluster, namespace, "GangRecovered")
+    recovered = posted(cluster, namespace, "GangRecovered")[0]
     [only] = events_for(cluster, namespace, "GangRecovered")
     assert event_time(only) >= room_added_at, f"GangRecovered before the replacement could run: {only}"
     assert "back at its minimum after" in recovered["message"], recovered
@@ -450,17 +444,17 @@ def test_a_release_is_not_cancelled_by_a_replacement_that_cannot_be_placed(
         degraded_event(cluster, namespace)
         pool(1, cpu="4")
         collect_as_the_pod_garbage_collector(cluster, namespace, p.name(lost))
-        recovered = event_with(cluster, namespace, "GangRecovered")
+        recovered = posted(cluster, namespace, "GangRecovered")[0]
         assert "3 of 3 members up" in recovered["message"], recovered
         assert not events_for(cluster, namespace, "GangReleased")
         return
     replacement = lose_a_member_for_good(cluster, namespace, first)
-    released = event_with(cluster, namespace, "GangReleased")
+    released = posted(cluster, namespace, "GangReleased")[0]
     assert "past its recovery timeout (20s): evicting its 3 pods" in released["message"], released
     assert not events_for(cluster, namespace, "GangRecovered")
 
     def evicted_with_its_gang() -> bool:
-        # The event is posted before the evictions it announces: they follow.
+        # Evicted before the event was posted (events follow the writes they tell of), deleted after.
         gone = cluster.get_pod(namespace, p.name(replacement))
         return gone is None or p.is_deleting(gone) or p.phase(gone) == "Failed"
 
@@ -485,7 +479,7 @@ def test_a_restart_is_not_stopped_by_a_replacement_that_cannot_be_placed(
     lost = first[1]
     cluster.client.delete(f"/api/v1/nodes/{lost['spec']['nodeName']}")
     collect_as_the_pod_garbage_collector(cluster, namespace, p.name(lost))
-    restarting = event_with(cluster, namespace, "GangRestarting")
+    restarting = posted(cluster, namespace, "GangRestarting")[0]
     assert "for ReplicaSet train to make them again (restart 1 of at most 3)" in restarting["message"], restarting
     assert not events_for(cluster, namespace, "GangRecovered")
     old = {p.name(pod) for pod in first}

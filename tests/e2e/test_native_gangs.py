@@ -32,6 +32,7 @@ from tests.e2e.support import (
     gang_pod,
     is_bound,
     make_pod,
+    posted,
     put_queues,
 )
 from tests.e2e.test_queues import configured, waiting
@@ -568,11 +569,7 @@ def test_a_reclaim_takes_a_native_gang_whole(
         cluster.create_pod(namespace, pod)
     bound(cluster, namespace, owners)
     wait_until(lambda: all(cluster.get_pod(namespace, name) is None for name in borrowers), WAIT_S)  # bare pods: gone
-    preempted = [
-        e
-        for e in events_for(cluster, namespace, "GangPreempted")
-        if e["involvedObject"]["name"].startswith("borrower-")
-    ]
+    preempted = posted(cluster, namespace, "GangPreempted", on="borrower-")
     assert preempted and "evicting its 3 pods" in preempted[0]["message"], preempted
 
 

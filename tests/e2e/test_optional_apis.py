@@ -35,8 +35,9 @@ from tests.e2e.support import (
     is_ready,
     is_running,
     make_pod,
+    posted,
 )
-from tests.e2e.test_autoscaling import Pools, busy, event_on, pools, running_whole
+from tests.e2e.test_autoscaling import Pools, busy, pools, running_whole
 from tests.e2e.test_native_gangs import held_throughout
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -203,7 +204,7 @@ def test_karpenter_installed_after_the_controller_makes_the_waiting_gangs_nodes_
     process) and given a NodePool: the controller counts it from then on, and the gang gets 2 new nodes
     and starts whole on them, its NodeClaims counted."""
     gang_job(cluster, namespace, busy, "gb2", 2, cpu="3", memory="1Gi")
-    before = event_on(cluster, namespace, "GangWaiting", "gb2")
+    before = posted(cluster, namespace, "GangWaiting", on="gb2")[0]
     assert "0 of 2 pods of (cpu 3, memory 1Gi) fit" in before["message"], before
     installed_at = time.time()
     karp.start(cluster.local, karp.ensure_karpenter(quiet=True))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.support import Cluster, ControllerProcess, Placement, events_for
+from tests.e2e.support import Cluster, ControllerProcess, Placement, events_for, posted
 from tests.e2e.test_queues import WAIT_S, app_pods, gang, gang_as_job, nodes_of, running, waiting
 from yuniplace.gang import keys
 from yuniplace.localcluster import wait_until
@@ -139,11 +139,7 @@ def test_a_gang_larger_than_its_pool_borrows_the_most_idle_pool_and_the_lender_t
     train = running(cluster, namespace, "train", 8)
     assert nodes_of(train) == ml_nodes
     wait_until(lambda: not app_pods(cluster, namespace, "borrower"), WAIT_S)  # bare pods: evicted whole, gone
-    taken = [
-        e["message"]
-        for e in events_for(cluster, namespace, "GangPreempted")
-        if e["involvedObject"]["name"].startswith("borrower-")
-    ]
+    taken = [e["message"] for e in posted(cluster, namespace, "GangPreempted", on="borrower-")]
     assert (
         taken
         and f"queue root.{names['ml']} takes back room it is guaranteed and lent to queue root.{names['demo']}"

@@ -23,6 +23,7 @@ from tests.e2e.support import (
     finish,
     gang_pod,
     is_running,
+    posted,
     put_queues,
 )
 from tests.e2e.test_identity import As
@@ -151,6 +152,7 @@ def test_a_queue_with_preemption_disabled_is_never_a_victim_and_reclaim_takes_an
     gang(cluster, namespace, place, "reclaimer", 4, labels={YUNIKORN_QUEUE: "root.s1"})
     running(cluster, namespace, "reclaimer", 4)
     wait_until(lambda: not app_pods(cluster, namespace, "s3gang"), WAIT_S)
+    posted(cluster, namespace, "GangPreempted")
     assert preempted(cluster, namespace) == ["s3gang"] and len(s3) == 3
     assert {p["metadata"]["uid"] for p in running(cluster, namespace, "gd", 3)} == {
         p["metadata"]["uid"] for p in guarded

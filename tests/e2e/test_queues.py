@@ -29,6 +29,7 @@ from tests.e2e.support import (
     is_running,
     make_pod,
     placeholders,
+    posted,
     put_queues,
 )
 from yuniplace.gang import keys
@@ -258,11 +259,7 @@ def test_two_teams_borrow_each_others_idle_half_and_reclaim_takes_the_newest_bor
         b_pods = running(cluster, b, "b-job", 4)
         assert nodes_of(b_pods) <= set(place.nodes)
 
-        preempted = [
-            e["message"]
-            for e in events_for(cluster, a, "GangPreempted")
-            if e["involvedObject"]["name"].startswith("newer-")
-        ]
+        preempted = [e["message"] for e in posted(cluster, a, "GangPreempted", on="newer-")]
         taken_back = f"queue root.{b} takes back room it is guaranteed and lent to queue root.{a}"
         assert len(preempted) == 1 and taken_back in preempted[0], preempted
         assert "evicting all its pods, the whole gang" in preempted[0]
@@ -343,13 +340,13 @@ def test_a_gang_its_budget_protects_is_not_evicted_and_reclaim_takes_another_who
 
     gang(cluster, b, place, "b-job", 4)
     running(cluster, b, "b-job", 4)
-    refusals = [e for e in events_for(cluster, a, "GangPreempted") if "cannot be evicted whole" in e["message"]]
-    assert refusals and refusals[0]["involvedObject"]["name"].startswith("protected-"), refusals
+    [refusal] = [e["message"] for e in posted(cluster, a, "GangPreempted", on="protected-")]
+    assert "cannot be evicted whole" in refusal, refusal
     assert {p["metadata"]["uid"] for p in running(cluster, a, "protected", 3)} == {
         p["metadata"]["uid"] for p in protected
     }
     wait_until(lambda: not app_pods(cluster, a, "spared"), WAIT_S)  # bare pods: evicted, gone
-    taken = [e for e in events_for(cluster, a, "GangPreempted") if e["involvedObject"]["name"].startswith("spared-")]
+    taken = posted(cluster, a, "GangPreempted", on="spared-")
     assert taken and "evicting all its pods, the whole gang" in taken[0]["message"], taken
     assert len(spared) == 3
 
@@ -436,9 +433,7 @@ def test_a_pool_is_its_queues_own_lent_only_while_shared_and_reclaimed_by_its_ow
     gang(cluster, namespace, place, "train", 8, labels=ml)
     assert nodes_of(running(cluster, namespace, "train", 8)) == gpu_nodes
     wait_until(lambda: not app_pods(cluster, namespace, "etl-2"), WAIT_S)
-    taken = [
-        e for e in events_for(cluster, namespace, "GangPreempted") if e["involvedObject"]["name"].startswith("etl-2-")
-    ]
+    taken = posted(cluster, namespace, "GangPreempted", on="etl-2-")
     assert taken and "queue root.ml takes back room" in taken[0]["message"], taken
     assert len(running(cluster, namespace, "etl-1", 8)) == 8
 
@@ -738,11 +733,7 @@ def test_ai_scheduler_pools_keep_their_own_gangs_home_and_take_back_what_they_le
     train = running(cluster, namespace, "train", 8)
     assert nodes_of(train) == demo_nodes
     wait_until(lambda: not app_pods(cluster, namespace, "borrower"), WAIT_S)  # bare pods: evicted, gone
-    taken = [
-        e
-        for e in events_for(cluster, namespace, "GangPreempted")
-        if e["involvedObject"]["name"].startswith("borrower-")
-    ]
+    taken = posted(cluster, namespace, "GangPreempted", on="borrower-")
     assert taken and f"queue root.{demo} takes back room" in taken[0]["message"], taken
     assert "evicting all its pods, the whole gang" in taken[0]["message"]
     everywhere = cluster.client.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
@@ -775,5 +766,5 @@ def test_a_short_ai_scheduler_pool_preempts_its_own_lower_priority_gang(
     waiting(cluster, namespace, "high", f"evicting 1 lower-priority gang(s) of its queue root.{name}")
     assert nodes_of(running(cluster, namespace, "high", 4)) <= set(place.nodes)
     wait_until(lambda: not app_pods(cluster, namespace, "low"), WAIT_S)  # bare pods: evicted, gone
-    [taken] = [e["message"] for e in events_for(cluster, namespace, "GangPreempted")]
+    [taken] = [e["message"] for e in posted(cluster, namespace, "GangPreempted")]
     assert f"a gang of priority 1000 of its own queue root.{name}" in taken and "the whole gang" in taken, taken

@@ -20,6 +20,7 @@ from tests.e2e.support import (
     gang_pod,
     is_running,
     make_pod,
+    posted,
     put_queues,
 )
 from tests.e2e.test_queues import app_pods, configured, running, waiting
@@ -214,6 +215,6 @@ def test_reclaim_for_a_gang_that_requires_a_rack_frees_one_rack_not_scattered_no
     note = waiting(cluster, b, "b-job", f"taking back room its queue root.{b} lent to root.{a}")
     assert "2 gang(s)" in note, note
     assert bound_racks(cluster, b, "b-job", 4, nodes) == ["r0"] * 4
-    preempted = {e["involvedObject"]["name"].rpartition("-")[0] for e in events_for(cluster, a, "GangPreempted")}
+    preempted = {e["involvedObject"]["name"].rpartition("-")[0] for e in posted(cluster, a, "GangPreempted", count=2)}
     assert preempted == {"g1", "g3"}, preempted
     assert {pod["metadata"]["uid"] for pod in running(cluster, a, "g2", 2)} == kept
