@@ -455,22 +455,39 @@ def events_for(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, 
 
 
 def posted(
-    cluster: Cluster, namespace: str, reason: str, *, on: str = "", count: int = 1, timeout_s: float = DEFAULT_WAIT_S
+    cluster: Cluster,
+    namespace: str,
+    reason: str | tuple[str, ...],
+    *,
+    on: str = "",
+    saying: Callable[[str], bool] = lambda _note: True,
+    count: int = 1,
+    timeout_s: float = DEFAULT_WAIT_S,
 ) -> list[dict[str, Any]]:
-    """The events of a reason (on objects whose names begin with `on`), once `count` of them are there.
-    yuniplace posts an event after the writes it tells of, so what a test sees of those writes (a gang's
-    pods evicted, another gang running on the room the first evictions freed) can come before it: a
-    test waits for the event rather than reading the events once."""
+    """The events of a reason (or of any of several), on objects whose names begin with `on` and whose
+    notes say what `saying` looks for, once `count` of them are there. yuniplace posts an event after the
+    writes it tells of, so what a test sees of those writes (a gang's pods evicted or bound, another gang
+    running on the room the first evictions freed) can come before it: a test waits for the event
+    rather than reading the events once."""
+    reasons = (reason,) if isinstance(reason, str) else reason
+
+    def all_of_them() -> list[dict[str, Any]]:
+        return [e for one in reasons for e in events_for(cluster, namespace, one)]
 
     def found() -> list[dict[str, Any]] | None:
-        events = [e for e in events_for(cluster, namespace, reason) if e["involvedObject"]["name"].startswith(on)]
+        events = [
+            e for e in all_of_them() if e["involvedObject"]["name"].startswith(on) and saying(e.get("message", ""))
+        ]
         return events if len(events) >= count else None
 
     try:
         return wait_until(found, timeout_s)  # type: ignore[no-any-return]
     except TimeoutError:
-        notes = [e["message"] for e in events_for(cluster, namespace, reason)]
-        raise AssertionError(f"not {count} {reason} event(s) on {on or 'any'}* in {namespace}: {notes}") from None
+        notes = [e.get("message", "") for e in all_of_them()]
+        raise AssertionError(
+            f"not {count} {' or '.join(reasons)} event(s) on {on or 'any'}* saying what was looked for in "
+            f"{namespace}: {notes}"
+        ) from None
 
 
 def is_succeeded(pod: Pod) -> bool:

@@ -25,6 +25,7 @@ from tests.e2e.support import (
     is_unschedulable,
     members_landed,
     placeholders,
+    posted,
 )
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
@@ -235,7 +236,7 @@ def test_gang_larger_than_the_cluster_times_out(
     wait_no_placeholders(cluster, namespace)
     assert len(recorder.placeholder_uids) == 6
 
-    timeouts = events_for(cluster, namespace, "PlaceholderTimeOut")
+    timeouts = posted(cluster, namespace, "PlaceholderTimeOut")  # posted after the placeholders are deleted
     assert timeouts and timeouts[0]["type"] == "Warning" and "4/6 placeholders placed" in timeouts[0]["message"]
     if style == "Soft":
         for name in names:
@@ -250,7 +251,7 @@ def test_gang_larger_than_the_cluster_times_out(
         stuck = [n for n in names if not is_running(recorder.latest[n])]
         for name in stuck:
             cluster.wait_pod(namespace, name, is_unschedulable)
-        failed = events_for(cluster, namespace, "GangSchedulingFailed")
+        failed = posted(cluster, namespace, "GangSchedulingFailed")
         assert failed and failed[0]["type"] == "Warning"
         assert "Soft style" in failed[0]["message"]
         assert "GangSchedulingFailed" in cluster.kubectl("get", "events", "-n", namespace)
@@ -260,7 +261,7 @@ def test_gang_larger_than_the_cluster_times_out(
             assert pod["status"]["reason"] == "ResourceReservationTimeout"
             assert "gang reservation timed out (4/6 placeholders placed after 8s)" in pod["status"]["message"]
             assert not pod["spec"].get("nodeName")
-        assert events_for(cluster, namespace, "ApplicationFailed")
+        posted(cluster, namespace, "ApplicationFailed")  # posted after the pods are failed
 
 
 def test_deleting_the_originator_while_reserving_removes_every_placeholder(
@@ -329,8 +330,13 @@ def test_a_member_larger_than_its_group_before_the_gang_starts_is_reserved_its_s
     cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
     running = [cluster.wait_pod(namespace, name, is_running) for name in ("small", "large")]
     assert not events_for(cluster, namespace, "TaskGroupResourceMismatch")
-    warned = [e["message"] for e in events_for(cluster, namespace, "TaskGroupWarning")]
-    assert any("task group executors" in m and "memory 1408Mi > 1Gi" in m for m in warned), warned
+    # Posted after its plan's writes (started directly: the members' release), so it may trail their run.
+    posted(
+        cluster,
+        namespace,
+        "TaskGroupWarning",
+        saying=lambda note: "task group executors" in note and "memory 1408Mi > 1Gi" in note,
+    )
     assert_on_held_room(recorder, running)
     wait_no_placeholders(cluster, namespace)
 
@@ -352,7 +358,7 @@ def test_a_member_larger_than_its_placeholder_after_the_gang_started_reports_a_m
     cluster.wait_pod(namespace, "driver", is_running)
     cluster.create_pod(namespace, place.pin(gang_pod("large", "mismatch", "executors", cpu="1", memory="1408Mi")))
     cluster.wait_pod(namespace, "large", is_running)
-    mismatch = events_for(cluster, namespace, "TaskGroupResourceMismatch")
+    mismatch = posted(cluster, namespace, "TaskGroupResourceMismatch")  # posted after its gate is lifted
     assert len(mismatch) == 1 and mismatch[0]["involvedObject"]["name"] == "large"
     assert "minResource (memory 1408Mi > 1Gi)" in mismatch[0]["message"]
     wait_no_placeholders(cluster, namespace)

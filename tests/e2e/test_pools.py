@@ -116,9 +116,8 @@ def test_a_gang_larger_than_its_pool_borrows_the_most_idle_pool_and_the_lender_t
     borrower = running(cluster, namespace, "borrower", 8)
     on = nodes_of(borrower)
     assert on & ml_nodes and on <= set(place.nodes) | ml_nodes and not on & (spare_nodes | master_nodes), on
-    assert any(f"root.{names['ml']} it borrows" in message for message in starting(cluster, namespace)), starting(
-        cluster, namespace
-    )
+    borrows = f"root.{names['ml']} it borrows"  # in a GangStarting, posted after the gates it lifts
+    posted(cluster, namespace, ("CreatingPlaceholders", "GangStarting"), saying=lambda note: borrows in note)
     on_ml = str(sum(1 for pod in borrower if pod["spec"]["nodeName"] in ml_nodes))  # 1 CPU a pod
 
     def table() -> dict[str, Any] | None:

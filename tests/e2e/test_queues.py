@@ -658,7 +658,11 @@ def test_a_waiting_head_gets_its_placeholders_for_an_autoscaler_only_with_the_op
         raise AssertionError(f"no placeholders for the waiting head:\n{elastic.log()}") from None
     unplaced = [p for p in pending if not p["spec"].get("nodeName")]
     assert len(unplaced) >= 3, pending  # one CPU is free: at most one of them is placed
-    granted = [e for e in events_for(cluster, namespace, "GangExceedsCapacity") if "cluster autoscaler" in e["message"]]
+    granted = [
+        e
+        for e in posted(cluster, namespace, "GangExceedsCapacity")  # posted after the placeholders it makes
+        if "cluster autoscaler" in e["message"]
+    ]
     assert granted and granted[0]["involvedObject"]["name"] == "big-0", granted
     added = pool(1, cpu="4", memory="16Gi")
     assert nodes_of(running(cluster, namespace, "big", 4)) <= set(added.nodes) | set(place.nodes)

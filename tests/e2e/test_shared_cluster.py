@@ -29,6 +29,7 @@ from tests.e2e.support import (
     is_running,
     make_pod,
     placeholders,
+    posted,
 )
 from tests.e2e.test_chart import (
     CHART,
@@ -95,6 +96,8 @@ def test_unreadable_annotations_fail_only_their_own_application(
         for name in app:
             cluster.wait_pod(a, name, is_failed)
     never_gated(cluster, a, soon + nested)
+    for originator in (soon[0], nested[0]):  # each posted after its gang's pods are failed: it may trail them
+        posted(cluster, a, "TaskGroupsError", on=originator)
     errors = {e["involvedObject"]["name"]: e["message"] for e in events_for(cluster, a, "TaskGroupsError")}
     assert keys.RETRY_AFTER in errors[soon[0]] and '"soon"' in errors[soon[0]], errors
     assert keys.GANG_GROUP in errors[nested[0]], errors
@@ -129,7 +132,7 @@ def test_a_gang_that_never_fits_gives_up_its_claim_and_times_out(
     for name in whole:
         cluster.wait_pod(a, name, is_failed, timeout_s=60)
     never_gated(cluster, a, whole)
-    timeouts = events_for(cluster, a, "PlaceholderTimeOut")
+    timeouts = posted(cluster, a, "PlaceholderTimeOut")  # posted after the pods are failed: it may trail them
     assert timeouts and "becoming first in its queue" in timeouts[0]["message"], timeouts
     assert any("no longer holds room" in e["message"] for e in events_for(cluster, a, "GangWaiting"))
     assert not placeholders(cluster, a)
@@ -195,8 +198,8 @@ def test_a_gang_group_cannot_drag_another_namespaces_application_in(
     wait_until(lambda: events_for(cluster, a, "GangWaiting"), 30)
     victim = gang_job(cluster, b, place, "victim", 2, policy="placeholderTimeoutInSeconds=600")
     took = all_running(cluster, b, victim)
-    waiting = events_for(cluster, a, "GangWaiting")
-    assert any(f"{b}/victim" in e["message"] and "name this one" in e["message"] for e in waiting), waiting
+    # A is looked at again once B's gang exists: its note may trail B's run.
+    waiting = posted(cluster, a, "GangWaiting", saying=lambda note: f"{b}/victim" in note and "name this one" in note)
     assert not placeholders(cluster, a) and all(not is_running(cluster.get_pod(a, n) or {}) for n in namer)
     assert not any(a in e["message"] for e in events_for(cluster, b, "GangWaiting"))
     record_property(
