@@ -25,6 +25,9 @@ def test_processes_asking_at_once_are_never_given_the_same_port(
 ) -> None:
     # A range of 40 ports for 8 processes asking 5 each: without the ledger, collisions are all but certain.
     monkeypatch.setattr(ports, "_port_range", lambda: range(41000, 41040))
+    # The ledger is under test, not the kernel: those ports lie in its ephemeral range, where any outgoing
+    # connection on the machine may hold one for a while.
+    monkeypatch.setattr(ports, "_bindable", lambda _port: True)
     context = multiprocessing.get_context("fork")
     out = context.Queue()
     asking = [context.Process(target=_ask, args=(str(tmp_path), 5, out)) for _ in range(8)]
@@ -40,6 +43,7 @@ def test_processes_asking_at_once_are_never_given_the_same_port(
 def test_a_reservation_expires(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YUNIPLACE_CLUSTERS_DIR", str(tmp_path))
     monkeypatch.setattr(ports, "_port_range", lambda: range(41100, 41101))  # one port to hand out
+    monkeypatch.setattr(ports, "_bindable", lambda _port: True)  # the ledger's expiry under test (see above)
     (port,) = ports.free_ports(1)
     ledger = json.loads((tmp_path / "ports.json").read_text())
     assert ledger[str(port)] > time.time()
