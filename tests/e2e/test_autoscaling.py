@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.builders import queues_yaml
-from tests.e2e.conftest import kubernetes_version, skip_without_go
+from tests.e2e.conftest import SIDE_LOGS, kubernetes_version, skip_without_go
 from tests.e2e.support import (
     POOL_LABEL,
     Cluster,
@@ -71,6 +71,13 @@ def cluster() -> Iterator[Cluster]:
         yield Cluster(local)
     finally:
         local.down(quiet=True)
+
+
+@pytest.fixture(autouse=True)
+def karpenter_log(request: pytest.FixtureRequest, cluster: Cluster) -> None:
+    """A failing test shows what Karpenter did meanwhile (a node it took away, and why)."""
+    log = next(Path(process.log) for process in cluster.local.processes() if process.name == karp.NAME)
+    request.node.stash.setdefault(SIDE_LOGS, []).append(("Karpenter", log))
 
 
 BOTH_STARTS = pytest.mark.parametrize("controller", ["direct start", "placeholders always"], indirect=True)
