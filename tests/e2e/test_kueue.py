@@ -73,8 +73,6 @@ def test_kueue_holds_a_pod_group_until_its_last_pod_and_then_starts_it_whole(
         assert kq.condition_true(workload, "Admitted")
         assert workload["status"]["admission"]["clusterQueue"] == kq.CLUSTER_QUEUE
         assert [podset["count"] for podset in workload["spec"]["podSets"]] == [3]
-        # waitForPodsReady: the workload says when its pods are ready (kwok makes them so).
-        wait_until(lambda: kq.condition_true(cluster.client.get(f"{workloads}/group"), "PodsReady"), WAIT_S)
     finally:
         # Kueue takes its finalizers off the pods, so the namespace goes.
         delete_namespace(cluster.local, namespace, timeout_s=WAIT_S)

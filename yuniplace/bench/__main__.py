@@ -18,18 +18,20 @@ from typing import Any
 from yuniplace.bench import (
     autoscaling,
     campaign,
+    chartrun,
     controlplane,
     dra,
     kindcampaign,
     native,
     nativegate,
+    profile,
     report,
     scale,
     scenarios,
     topology,
 )
-from yuniplace.bench.kueue import KueueManager
-from yuniplace.bench.subjects import ControllerUnderTest, YuniKornScheduler
+from yuniplace.bench import peers as bench_peers
+from yuniplace.bench.subjects import ControllerUnderTest
 from yuniplace.kube import workloadapi
 from yuniplace.localcluster import LocalCluster, NodePool, ensure_built
 from yuniplace.localcluster.build import (
@@ -272,6 +274,23 @@ class Results(list[dict[str, Any]]):
         self._path.write_text(json.dumps(self, indent=2))
 
 
+def _cost(gang_rows: list[dict[str, Any]], managed: dict[str, Any]) -> dict[str, Any]:
+    """Scenario 4: the controller's CPU, memory and writes for the largest gang of scenario 1 (and with
+    placeholders always, 1b), and its memory while managing many gangs."""
+    largest = gang_rows[-1]
+    return {
+        "largest_gang": largest["members"],
+        "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
+        "cpu_s_per_1000_placeholders": round(
+            largest.get("placeholders", largest)["controller_cpu_s"] * 1000 / largest["members"], 2
+        ),
+        "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
+        "pod_writes_per_member": round(statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2),
+        "event_writes_per_member": round(statistics.median(r["event_writes_per_member"] for r in gang_rows), 2),
+        "managed": managed,
+    }
+
+
 def run_all(
     sizes: Sizes,
     chosen: Sequence[str],
@@ -299,9 +318,10 @@ def run_all(
         )
 
     binaries = ensure_built(kubernetes, quiet=True)
-    peers = {"gang-size", "arrivals"} & set(chosen)
+    peers_chosen = {"gang-size", "arrivals", "cost"} & set(chosen)
     # Built before any cluster starts: a build that fails says so at once, not after an hour's run.
-    kueue_build = ensure_kueue() if kueue and peers else None
+    kueue_build = ensure_kueue() if kueue and peers_chosen else None
+    yunikorn_binary = ensure_yunikorn() if yunikorn and peers_chosen else None
     if {"gang-size", "arrivals", "cost", "decode"} & set(chosen):
         cluster = LocalCluster("bench")
         # With the Workload API on, scenario 1 also measures kube-scheduler's own gang plugin.
@@ -313,55 +333,83 @@ def run_all(
             timeout_s=max(90.0, sizes.nodes * 0.3),
         )
         try:
-            with ControllerUnderTest(
-                cluster,
-                log_dir / "controller.log",
-                ["--workers=8", *controller_args],
-                profile_dir=out_dir if profiled else None,
-            ) as controller:
-                gang_rows: list[dict[str, Any]] = []
-                if "gang-size" in chosen or "cost" in chosen:
-                    progress(f"1. gang sizes {sizes.gang_sizes} on {sizes.nodes} nodes, {sizes.repeats} repeat(s)")
-                    gang_rows = scenarios.gang_sizes(
-                        cluster,
-                        controller,
-                        sizes.gang_sizes,
-                        sizes.repeats,
-                        workloadapi.version_named(workload_api.apis[0]),
-                    )
+            chart = chartrun.install(cluster, out_dir / "chart")
+            profiles: dict[str, profile.Summary] = {}  # each turn's controller adds its own
+            served = workloadapi.version_named(workload_api.apis[0]) if workload_api.apis else None
+
+            def as_shipped(log: str, *extra: str) -> ControllerUnderTest:
+                """yuniplace's controller as the chart runs it (its defaults, its webhook)."""
+                return ControllerUnderTest(
+                    cluster,
+                    log_dir / log,
+                    [*chart.controller_args(), *extra, *controller_args],
+                    profile_dir=out_dir if profiled else None,
+                    profiles=profiles,
+                )
+
+            gang_rows: list[dict[str, Any]] = []
+            if peers_chosen:
+                lineup = bench_peers.lineup(
+                    cluster,
+                    chart,
+                    lambda: as_shipped("controller.log"),
+                    served=served,
+                    kueue_build=kueue_build,
+                    kueue_dir=out_dir / "kueue",
+                    yunikorn_binary=yunikorn_binary,
+                    log_dir=log_dir,
+                )
+                progress(
+                    f"1-2. gang sizes {sizes.gang_sizes} and {sizes.apps} applications of {sizes.app_members} at "
+                    f"{sizes.arrival_rate}/s on {sizes.nodes} nodes, {sizes.repeats} repeat(s), each peer in turn: "
+                    + ", ".join(peer.label for peer in lineup)
+                )
+                measured = bench_peers.measure(
+                    cluster,
+                    lineup,
+                    sizes.gang_sizes if {"gang-size", "cost"} & set(chosen) else (),
+                    sizes.repeats,
+                    bench_peers.Arrivals(sizes.apps, sizes.app_members, sizes.arrival_rate)
+                    if "arrivals" in chosen
+                    else None,
+                    progress,
+                    profiled,
+                )
+                results.append(
+                    {
+                        "scenario": "peers",
+                        "labels": {peer.key: peer.label for peer in lineup},
+                        "orders": measured["orders"],
+                        "given": measured["given"],
+                    }
+                )
+                if measured["rows"]:
+                    gang_rows = measured["rows"]
                     results.append(
                         {"scenario": "gang-size", "nodes": sizes.nodes, "repeats": sizes.repeats, "rows": gang_rows}
                     )
-                if "decode" in chosen:
+                if "arrivals" in chosen:
+                    results.append({"scenario": "arrivals", **measured["arrivals"]})
+            if "decode" in chosen:
+                with as_shipped("controller-decode.log"):
                     progress(f"4c. decoding the pod watch of a gang of {sizes.decode_members}: json.loads, typed")
                     results.append({"scenario": "decode", **scenarios.decoding(cluster, sizes.decode_members)})
-                if "arrivals" in chosen:
-                    progress(f"2. {sizes.apps} applications of {sizes.app_members} at {sizes.arrival_rate}/s")
-                    results.append(
-                        {
-                            "scenario": "arrivals",
-                            **scenarios.steady_arrivals(
-                                cluster, controller, sizes.apps, sizes.app_members, sizes.arrival_rate
-                            ),
-                        }
-                    )
-                profiles = dict(controller.profiles)
             if gang_rows:
-                # The same gangs with placeholders always (YuniKorn's way), from a controller of its own.
-                with ControllerUnderTest(
+                # The same gangs with placeholders always (YuniKorn's way), plain pods taking turns with them.
+                progress(f"1b. gang sizes {sizes.gang_sizes}, --placeholders=always")
+                always = bench_peers.measure(
                     cluster,
-                    log_dir / "controller-placeholders.log",
-                    ["--workers=8", "--placeholders=always", *controller_args],
-                    profile_dir=out_dir if profiled else None,
-                ) as controller:
-                    progress(f"1b. gang sizes {sizes.gang_sizes}, --placeholders=always")
-                    always = scenarios.gang_sizes(
-                        cluster, controller, sizes.gang_sizes, sizes.repeats, label="-placeholders"
-                    )
-                    profiles.update(controller.profiles)
-                for row, other in zip(gang_rows, always, strict=True):
+                    [
+                        bench_peers.plain_peer(),
+                        bench_peers.yuniplace_peer(
+                            chart, lambda: as_shipped("controller-placeholders.log", "--placeholders=always")
+                        ),
+                    ],
+                    sizes.gang_sizes,
+                    sizes.repeats,
+                )
+                for row, other in zip(gang_rows, always["rows"], strict=True):
                     row["placeholders"] = {k: v for k, v in other.items() if k != "members"}
-                served = workloadapi.version_named(workload_api.apis[0]) if workload_api.apis else None
                 if served is not None:
                     # Native gangs held and admitted by yuniplace: a controller holding a configured queue.
                     queues = nativegate.queues_configmap(cluster, nativegate.QUEUE)
@@ -369,7 +417,7 @@ def run_all(
                     with ControllerUnderTest(
                         cluster,
                         log_dir / "controller-native.log",
-                        ["--workers=8", f"--queues-configmap={queues}", *gate.controller_args(), *controller_args],
+                        [f"--queues-configmap={queues}", *gate.controller_args(), *controller_args],
                     ):
                         nativegate.register(cluster, gate)
                         progress(
@@ -388,61 +436,14 @@ def run_all(
                         "profiles": {name: dataclasses.asdict(summary) for name, summary in profiles.items()},
                     }
                 )
-            if yunikorn and {"gang-size", "arrivals"} & set(chosen):
-                progress("1-2. the same with Apache YuniKorn's scheduler")
-                binary = ensure_yunikorn()
-                with YuniKornScheduler(cluster, binary, log_dir / "yunikorn.log"):
-                    peer = scenarios.yunikorn_peer(
-                        cluster, sizes.gang_sizes, sizes.repeats, sizes.apps, sizes.app_members, sizes.arrival_rate
-                    )
-                for result in results:
-                    if result["scenario"] == "gang-size":
-                        for row in result["rows"]:
-                            row["yunikorn_s"] = peer["gang_s"][row["members"]]
-                    if result["scenario"] == "arrivals":
-                        result["yunikorn"] = peer["arrivals"]
-            if kueue_build is not None:
-                progress(f"1-2. the same with Kueue {kueue_build.version}'s pod groups")
-                with KueueManager(cluster, kueue_build, out_dir / "kueue", log_dir / "kueue.log") as manager:
-                    peer = scenarios.kueue_peer(
-                        cluster, sizes.gang_sizes, sizes.repeats, sizes.apps, sizes.app_members, sizes.arrival_rate
-                    )
-                results.append({"scenario": "kueue", **manager.given})
-                for result in results:
-                    if result["scenario"] == "gang-size":
-                        for row in result["rows"]:
-                            row["kueue_s"] = peer["gang_s"][row["members"]]
-                    if result["scenario"] == "arrivals":
-                        result["kueue"] = peer["arrivals"]
-                results.save()
             if "cost" in chosen:
                 # A fresh controller process, so its memory is that of the managed pods alone.
-                with ControllerUnderTest(
-                    cluster, log_dir / "controller-cost.log", ["--workers=8", *controller_args]
-                ) as controller:
+                with as_shipped("controller-cost.log") as controller:
                     progress(f"4. memory while managing {sizes.managed_apps * sizes.managed_members} gang pods")
                     managed = scenarios.managed_memory(
                         cluster, controller, apps=sizes.managed_apps, members=sizes.managed_members
                     )
-                    largest = gang_rows[-1]
-                    results.append(
-                        {
-                            "scenario": "cost",
-                            "largest_gang": largest["members"],
-                            "cpu_s_per_1000": round(largest["controller_cpu_s"] * 1000 / largest["members"], 2),
-                            "cpu_s_per_1000_placeholders": round(
-                                largest.get("placeholders", largest)["controller_cpu_s"] * 1000 / largest["members"], 2
-                            ),
-                            "peak_rss_mib_largest_gang": largest["controller_peak_rss_mib"],
-                            "pod_writes_per_member": round(
-                                statistics.median(r["pod_writes_per_member"] for r in gang_rows), 2
-                            ),
-                            "event_writes_per_member": round(
-                                statistics.median(r["event_writes_per_member"] for r in gang_rows), 2
-                            ),
-                            "managed": managed,
-                        }
-                    )
+                results.append({"scenario": "cost", **_cost(gang_rows, managed)})
         finally:
             cluster.down(quiet=True)
 

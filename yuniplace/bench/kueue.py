@@ -9,6 +9,7 @@ import contextlib
 import os
 import subprocess
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -64,6 +65,7 @@ class KueueManager:
     kueue: Operator
     workdir: Path
     log: Path
+    client: Mapping[str, int] | None = None  # its client's qps and burst; None: as it ships
     process: subprocess.Popen[bytes] | None = None
     health_port: int = 0
     created: list[str] = field(default_factory=list)  # API paths of the webhook configurations
@@ -77,7 +79,12 @@ class KueueManager:
         cert_dir = self.workdir / "certs"
         ca_bundle = kq.write_certificates(cert_dir)
         settings = kq.configuration(
-            webhook_port=webhook_port, cert_dir=cert_dir, metrics_port=metrics_port, health_port=self.health_port
+            kq.shipped_configuration(self.kueue),
+            webhook_port=webhook_port,
+            cert_dir=cert_dir,
+            metrics_port=metrics_port,
+            health_port=self.health_port,
+            client=self.client,
         )
         config = self.workdir / "kueue-config.yaml"
         config.write_text(yaml.safe_dump(settings, sort_keys=False))

@@ -3,29 +3,25 @@ controller involved) on the same cluster in the same run, and returns plain figu
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
-from yuniplace.bench import decode, kueue
+from yuniplace.bench import decode
 from yuniplace.bench.pods import PodTimeline
 from yuniplace.bench.subjects import (
     MEMBER_LABEL,
     ControllerUnderTest,
-    cpu_seconds,
     delete_namespace,
     gang,
-    member_pod,
     plain,
-    yunikorn_gang,
 )
 from yuniplace.bench.workload import create_pods, create_spread
 from yuniplace.gang import keys
 from yuniplace.kube import workloadapi
-from yuniplace.localcluster import LocalCluster, wait_until
+from yuniplace.localcluster import LocalCluster
 
 Pods = list[dict[str, Any]]
 SELECTOR = f"{MEMBER_LABEL}=true"
@@ -162,103 +158,8 @@ def native_admission(
     return found
 
 
-def component_cpu(cluster: LocalCluster, controller: ControllerUnderTest) -> dict[str, float]:
-    """CPU seconds each process has used so far: every control-plane component, and the controller.
-    Two readings around a run say which of them took the cores."""
-    used = {process.name: cpu_seconds(process.pid) for process in cluster.processes()}
-    used["yuniplace"] = controller.cpu_seconds()
-    return used
-
-
 def _spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {name: round(after[name] - before[name], 2) for name in after if name in before}
-
-
-def _median_by_name(runs: Sequence[dict[str, float]]) -> dict[str, float]:
-    return {name: round(statistics.median(run.get(name, 0.0) for run in runs), 2) for name in runs[0]}
-
-
-def landed_events(controller: ControllerUnderTest) -> float:
-    """Events saying a task group's members have landed, started directly or swapped in."""
-    return controller.events_posted("GangStarted") + controller.events_posted("PlaceholderSwapped")
-
-
-def gang_sizes(
-    cluster: LocalCluster,
-    controller: ControllerUnderTest,
-    sizes: Sequence[int],
-    repeats: int,
-    served: workloadapi.ServedVersion | None = None,
-    label: str = "",
-) -> list[dict[str, Any]]:
-    """Scenario 1: one gang of M members versus the same M plain pods, alternating, `repeats` times; and,
-    where the cluster serves the Workload API (`served`), the same M pods as a gang of kube-scheduler's
-    own gang plugin, which yuniplace only watches. `label` names the controller's profiles."""
-    rows = []
-    for members in sizes:
-        baseline, yuniplace, writes, cpu, native_s = [], [], [], [], []
-        spent_plain: list[dict[str, float]] = []
-        spent_gang: list[dict[str, float]] = []
-        peak_rss = 0
-        timeout_s = max(120.0, members * 0.5)
-
-        def sample() -> dict[str, float]:
-            return component_cpu(cluster, controller)
-
-        for attempt in range(repeats):
-            run = time_to_bound(cluster, f"base-{members}-{attempt}", plain("plain", members), timeout_s, sample=sample)
-            baseline.append(run.seconds)
-            spent_plain.append(run.cpu)
-            before = controller.writes()
-            landed_before = landed_events(controller)
-            cpu_before = controller.cpu_seconds()
-
-            def settle(expected: float = landed_before + 1) -> None:
-                # The task group's event is posted after the bindings it reports; count it in this run.
-                wait_until(lambda: landed_events(controller) >= expected, 120)
-
-            profiled = controller.profiled(f"gang-{members}{label}") if attempt == 0 else contextlib.nullcontext()
-            with controller.rss_sampler() as rss, profiled:
-                run = time_to_bound(
-                    cluster,
-                    f"gang-{members}-{attempt}",
-                    gang(f"gang-{members}-{attempt}", members),
-                    timeout_s,
-                    settle,
-                    sample=sample,
-                )
-            yuniplace.append(run.seconds)
-            spent_gang.append(run.cpu)
-            cpu.append(controller.cpu_seconds() - cpu_before)
-            peak_rss = max(peak_rss, rss.peak_total)
-            if served is not None:
-                name = f"native-{members}-{attempt}"
-                objects, pods = native_gang(served, name, members)
-                native_s.append(time_to_bound(cluster, name, pods, timeout_s, objects=objects).seconds)
-            after = controller.writes()
-            delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
-            writes.append((delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0)))
-        row: dict[str, Any] = {
-            "members": members,
-            "baseline_s": round(statistics.median(baseline), 2),
-            "yuniplace_s": round(statistics.median(yuniplace), 2),
-            "runs_baseline_s": [round(x, 2) for x in baseline],
-            "runs_yuniplace_s": [round(x, 2) for x in yuniplace],
-            "pod_writes_per_member": round(statistics.median(w for w, _ in writes) / members, 2),
-            "event_writes_per_member": round(statistics.median(e for _, e in writes) / members, 2),
-            "controller_cpu_s": round(statistics.median(cpu), 2),
-            "controller_peak_rss_mib": round(peak_rss / 2**20),
-            # CPU seconds of each process from the first pod's creation to the last one bound (median
-            # over the repeats): which component took the two cores, for plain pods and for the gang.
-            "cpu_by_process_plain": _median_by_name(spent_plain),
-            "cpu_by_process": _median_by_name(spent_gang),
-        }
-        row["ratio"] = round(row["yuniplace_s"] / row["baseline_s"], 2)
-        if native_s:
-            row["native_s"] = round(statistics.median(native_s), 2)
-            row["runs_native_s"] = [round(x, 2) for x in native_s]
-        rows.append(row)
-    return rows
 
 
 def decoding(cluster: LocalCluster, members: int) -> dict[str, Any]:
@@ -286,11 +187,22 @@ def arrivals(
     make: Callable[[str], Pods],
     timeout_s: float,
     setup: Callable[[str], None] | None = None,
+    objects: Callable[[str], Sequence[tuple[str, dict[str, Any]]]] = lambda _app: (),
 ) -> dict[str, Any]:
     """Applications of `members` pods arriving at a steady rate; per-application start latency. `setup`
-    creates the namespace, as for `time_to_bound`."""
+    creates the namespace, as for `time_to_bound`. `make(app)` makes an application's pods, named
+    `<app>-<i>`, and `objects(app)` what it needs besides (a native pod group's objects: API path under
+    the namespace, object), created just before them as a user would; applications are named after the
+    namespace, so no two runs share one (YuniKorn folds pods into a recently finished application of
+    the same id)."""
     client = cluster.client()
     (setup or cluster.create_namespace)(namespace)
+
+    def arrive(app: str) -> None:
+        for path, body in objects(app):
+            client.create(path.format(namespace=namespace), body)
+        create_pods(client, namespace, make(app))
+
     try:
         with PodTimeline(client, namespace, label_selector=SELECTOR) as timeline, ThreadPoolExecutor(8) as pool:
             created: dict[str, float] = {}
@@ -299,9 +211,9 @@ def arrivals(
             for index in range(apps):
                 due = started + index / rate_per_s
                 time.sleep(max(0.0, due - time.monotonic()))  # pacing the arrivals, not waiting for a state
-                app = f"app-{index}"
+                app = f"{namespace}-{index}"
                 created[app] = time.monotonic()
-                futures.append(pool.submit(create_pods, client, namespace, make(app)))
+                futures.append(pool.submit(arrive, app))
             for future in futures:
                 future.result()
             latencies, reactions = [], []
@@ -335,94 +247,6 @@ def _reaction(timeline: PodTimeline, names: Sequence[str]) -> float | None:
         return None
     reaction = min(timeline.free_at[name] for name in gated) - max(timeline.seen_at[name] for name in names)
     return reaction if reaction >= 0 else None
-
-
-def steady_arrivals(
-    cluster: LocalCluster, controller: ControllerUnderTest, apps: int, members: int, rate_per_s: float
-) -> dict[str, Any]:
-    """Scenario 2: `apps` applications of `members` arriving at `rate_per_s`, gang versus plain."""
-    timeout_s = 60 + apps / rate_per_s * 3
-    baseline = arrivals(
-        cluster,
-        "arrivals-base",
-        apps,
-        members,
-        rate_per_s,
-        lambda app: [member_pod(f"{app}-{i}") for i in range(members)],
-        timeout_s,
-    )
-    with controller.profiled("arrivals"):
-        cpu_before = controller.cpu_seconds()
-        yuniplace = arrivals(
-            cluster, "arrivals-gang", apps, members, rate_per_s, lambda app: gang(app, members), timeout_s
-        )
-        yuniplace["controller_cpu_s"] = round(controller.cpu_seconds() - cpu_before, 2)
-    return {"apps": apps, "members": members, "rate_per_s": rate_per_s, "baseline": baseline, "yuniplace": yuniplace}
-
-
-def yunikorn_peer(
-    cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int, rate_per_s: float
-) -> dict[str, Any]:
-    """Scenarios 1 and 2 for Apache YuniKorn's own scheduler (it must be running): the same pods, with
-    YuniKorn's annotations and scheduler name. Application ids are new for every run: YuniKorn
-    folds pods into a recently finished application of the same id."""
-    gang_s = {}
-    for size in sizes:
-        runs = [
-            time_to_bound(
-                cluster,
-                f"yk-gang-{size}-{attempt}",
-                yunikorn_gang(f"yk-{size}-{attempt}", size),
-                max(120.0, size * 0.5),
-            ).seconds
-            for attempt in range(repeats)
-        ]
-        gang_s[size] = round(statistics.median(runs), 2)
-    arrivals_found = arrivals(
-        cluster,
-        "arrivals-yk",
-        apps,
-        members,
-        rate_per_s,
-        lambda app: yunikorn_gang(app, members),
-        60 + apps / rate_per_s * 3,
-    )
-    return {"gang_s": gang_s, "arrivals": arrivals_found}
-
-
-def kueue_peer(
-    cluster: LocalCluster, sizes: Sequence[int], repeats: int, apps: int, members: int, rate_per_s: float
-) -> dict[str, Any]:
-    """Scenarios 1 and 2 for Kueue (its manager must be running): the same pods as Kueue's pod groups,
-    each run in a namespace of its own with its LocalQueue, Active before the clock starts."""
-
-    def setup(namespace: str) -> None:
-        kueue.managed_namespace(cluster, namespace)
-
-    gang_s = {}
-    for size in sizes:
-        runs = [
-            time_to_bound(
-                cluster,
-                f"kq-gang-{size}-{attempt}",
-                kueue.kueue_gang(f"kq-{size}-{attempt}", size),
-                max(120.0, size * 0.5),
-                setup=setup,
-            ).seconds
-            for attempt in range(repeats)
-        ]
-        gang_s[size] = round(statistics.median(runs), 2)
-    arrivals_found = arrivals(
-        cluster,
-        "arrivals-kq",
-        apps,
-        members,
-        rate_per_s,
-        lambda app: kueue.kueue_gang(app, members),
-        60 + apps / rate_per_s * 3,
-        setup=setup,
-    )
-    return {"gang_s": gang_s, "arrivals": arrivals_found}
 
 
 def contention(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -35,9 +36,11 @@ def member_pod(
     cpu: str = "100m",
     memory: str = "128Mi",
     timeout_s: int = 300,
+    gated: bool = True,
 ) -> dict[str, Any]:
-    """A pod of a benchmark workload. With `app`, a gang member gated as yuniplace's webhook gates it
-    (the first member of an application carries its task groups); without, a plain pod."""
+    """A pod of a benchmark workload. With `app`, a gang member (the first member of an application
+    carries its task groups), made gated as yuniplace's webhook gates it unless `gated` is false (made
+    as its users make it, for the webhook to gate); without, a plain pod."""
     requests = {"cpu": cpu, "memory": memory}
     metadata: dict[str, Any] = {"name": name, "labels": {MEMBER_LABEL: "true"}, "annotations": {}}
     spec: dict[str, Any] = {
@@ -51,18 +54,25 @@ def member_pod(
         if task_groups is not None:
             metadata["annotations"][keys.TASK_GROUPS] = json.dumps(task_groups)
             metadata["annotations"][keys.SCHEDULING_POLICY_PARAMETERS] = f"placeholderTimeoutInSeconds={timeout_s}"
-        spec["schedulingGates"] = [{"name": keys.GATE}]
+        if gated:
+            spec["schedulingGates"] = [{"name": keys.GATE}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def gang(
-    app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300
+    app: str, members: int, *, cpu: str = "100m", memory: str = "128Mi", timeout_s: int = 300, gated: bool = True
 ) -> list[dict[str, Any]]:
-    """One application of `members` pods in one task group of exactly that many."""
+    """One application of `members` pods in one task group of exactly that many (gated: see member_pod)."""
     groups = [{"name": "members", "minMember": members, "minResource": {"cpu": cpu, "memory": memory}}]
     return [
         member_pod(
-            f"{app}-{i}", app=app, task_groups=groups if i == 0 else None, cpu=cpu, memory=memory, timeout_s=timeout_s
+            f"{app}-{i}",
+            app=app,
+            task_groups=groups if i == 0 else None,
+            cpu=cpu,
+            memory=memory,
+            timeout_s=timeout_s,
+            gated=gated,
         )
         for i in range(members)
     ]
@@ -108,6 +118,12 @@ class ControllerUnderTest:
             )
         wait_until(self._ready, 60)
         return self
+
+    @property
+    def given(self) -> dict[str, Any]:
+        """Its arguments, for the results, but those naming this machine's files and ports."""
+        local = ("--kubeconfig", "--tls-", "--webhook-address", "--leader-election-namespace", "--queues-configmap")
+        return {"args": [arg for arg in self.extra_args if not arg.startswith(local)]}
 
     def _ready(self) -> bool:
         assert self.process is not None
@@ -199,10 +215,9 @@ def yunikorn_gang(
 ) -> list[dict[str, Any]]:
     """The same gang written for Apache YuniKorn's own scheduler: schedulerName yunikorn, its queue
     label, and the task-group annotations on every pod, as its documentation's Job does. No gate."""
-    pods = gang(app, members, cpu=cpu, memory=memory, timeout_s=timeout_s)
+    pods = gang(app, members, cpu=cpu, memory=memory, timeout_s=timeout_s, gated=False)
     task_groups = pods[0]["metadata"]["annotations"][keys.TASK_GROUPS]
     for pod in pods:
-        del pod["spec"]["schedulingGates"]
         pod["spec"]["schedulerName"] = "yunikorn"
         pod["metadata"]["labels"]["queue"] = "root.default"
         pod["metadata"]["annotations"][keys.TASK_GROUPS] = task_groups
@@ -210,13 +225,33 @@ def yunikorn_gang(
     return pods
 
 
+# Where YuniKorn's shim sets its client's defaults (kubernetes.qps and kubernetes.burst when its
+# ConfigMap leaves them out, as the bench does).
+YUNIKORN_CLIENT_DEFAULTS = "pkg/conf/schedulerconf.go"
+
+
+def yunikorn_client(shim: Path) -> dict[str, int]:
+    """YuniKorn's client rate as it ships: the defaults its shim's module (`shim`) sets."""
+    source = (shim / YUNIKORN_CLIENT_DEFAULTS).read_text()
+    found = {
+        name: re.search(rf"\bDefaultKube{constant}\s*=\s*(\d+)", source)
+        for name, constant in (("qps", "QPS"), ("burst", "Burst"))
+    }
+    missing = [name for name, match in found.items() if match is None]
+    if missing:
+        raise RuntimeError(f"no default client {', '.join(missing)} in {shim / YUNIKORN_CLIENT_DEFAULTS}")
+    return {name: int(match.group(1)) for name, match in found.items() if match is not None}
+
+
 @dataclass
 class YuniKornScheduler:
-    """Apache YuniKorn's scheduler, built from its Go modules, running against the same cluster."""
+    """Apache YuniKorn's scheduler, built from its Go modules, running against the same cluster with its
+    configuration's defaults; `given` says what of them the bench reports."""
 
     cluster: LocalCluster
     binary: Path
     log: Path
+    given: dict[str, Any] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> YuniKornScheduler:

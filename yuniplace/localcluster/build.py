@@ -270,10 +270,13 @@ def ensure_built(kubernetes: str = DEFAULT_KUBERNETES, *, quiet: bool = False) -
     return Binaries(bin_dir, versions)
 
 
+YUNIKORN_SHIM = "github.com/apache/yunikorn-k8shim"
+
+
 def ensure_yunikorn(*, quiet: bool = False) -> Path:
     """Apache YuniKorn's scheduler, from its Go modules (controlplane/yunikorn/go.mod), for benchmarks
     that compare with it. Built on first use only: about 3 minutes more on 2 cores."""
-    version = _required_version((module_dir() / "yunikorn" / "go.mod").read_text(), "github.com/apache/yunikorn-k8shim")
+    version = _required_version((module_dir() / "yunikorn" / "go.mod").read_text(), YUNIKORN_SHIM)
     bin_dir = _cached_build(
         "yunikorn",
         ("yunikorn/go.mod", "yunikorn/go.sum", "yunikorn/main.go"),
@@ -291,6 +294,21 @@ class Operator:
     version: str
     crds: list[Path]  # the CustomResourceDefinitions it serves, from its module
     root: Path  # the module's folder in the module cache: its other manifests (webhooks, say)
+
+
+def module_root(folder: str, module: str) -> Path:
+    """The folder of `module`, as controlplane/<folder>/go.mod pins it, in Go's module cache (once built)."""
+    listed = subprocess.run(
+        [_go(), "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=module_dir() / folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if listed.returncode != 0 or not listed.stdout.strip():
+        raise BuildError(f"cannot locate the module {module}: {listed.stderr.strip()}")
+    return Path(listed.stdout.strip())
 
 
 def ensure_operator(
@@ -313,17 +331,7 @@ def ensure_operator(
         [(binary, folder, ["-ldflags", "-s -w", package])],
         announce=None if quiet else f"Building {title} {version} into {{target}} (about {minutes} minutes).",
     )
-    listed = subprocess.run(
-        [_go(), "list", "-m", "-f", "{{.Dir}}", module],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if listed.returncode != 0 or not listed.stdout.strip():
-        raise BuildError(f"cannot locate the module {module}: {listed.stderr.strip()}")
-    root = Path(listed.stdout.strip())
+    root = module_root(folder, module)
     crds = [crd for folder in crd_folders for crd in sorted((root / folder).glob("*.yaml"))]
     if not crds:
         raise BuildError(f"no CustomResourceDefinitions in {', '.join(str(root / f) for f in crd_folders)}")

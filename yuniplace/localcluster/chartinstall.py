@@ -79,9 +79,11 @@ def install(
     webhook_port: int,
     workdir: Path,
     values: dict[str, str] | None = None,
+    token_lifetime_s: int = TOKEN_LIFETIME_S,
 ) -> Installation:
     """`helm upgrade --install` with the webhook called at https://127.0.0.1:<port>; then a token for the
-    chart's ServiceAccount and the chart's certificate written under `workdir`."""
+    chart's ServiceAccount (valid `token_lifetime_s`) and the chart's certificate written under
+    `workdir`."""
     settings = {
         "webhook.url": f"https://127.0.0.1:{webhook_port}",
         "webhook.tls.extraIPs[0]": "127.0.0.1",
@@ -120,7 +122,7 @@ def install(
         {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
-            "spec": {"expirationSeconds": TOKEN_LIFETIME_S},
+            "spec": {"expirationSeconds": token_lifetime_s},
         },
     )["status"]["token"]
     admin = yaml.safe_load(cluster.kubeconfig.read_text())

@@ -4,9 +4,9 @@ groups: its Configuration, its webhook configurations called on loopback, a Reso
 ClusterQueue and LocalQueues. Everything here but the build and `install_crds` is a pure function, so
 what Kueue is given can be read and tested without running it.
 
-Kueue's own deployment (config/components/manager/controller_manager_config.yaml in its module) is
-followed wherever it applies out of cluster: its client rate (50 QPS, burst 100) and its controllers'
-concurrency are its own. What differs says why where it is set.
+Kueue's own Configuration (config/components/manager/controller_manager_config.yaml in its module) is
+read from the module and followed wherever it applies out of cluster: its client rate, its controllers'
+concurrency and its waitForPodsReady are those it ships. What differs says why where it is set.
 """
 
 from __future__ import annotations
@@ -48,24 +48,8 @@ WEBHOOK_CONFIGURATION_PREFIX = "kueue-"  # as Kueue's kustomization names them
 # Kueue reads its metrics certificate from this fixed path when its own certificate management is off
 # (cmd/kueue/main.go: metricsCertPath); a missing one stops it at start.
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
-# Kueue's shipped Configuration (config/components/manager/controller_manager_config.yaml).
-SHIPPED_CONCURRENCY = {
-    "Job.batch": 5,
-    "Pod": 5,
-    "Workload.kueue.x-k8s.io": 5,
-    "LocalQueue.kueue.x-k8s.io": 1,
-    "Cohort.kueue.x-k8s.io": 1,
-    "ClusterQueue.kueue.x-k8s.io": 1,
-    "ResourceFlavor.kueue.x-k8s.io": 1,
-}
-SHIPPED_CLIENT = {"qps": 50, "burst": 100}
-# The waitForPodsReady its shipped Configuration suggests (commented out there), switched on.
-WAIT_FOR_PODS_READY = {
-    "timeout": "5m",
-    "recoveryTimeout": "3m",
-    "blockAdmission": False,
-    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
-}
+# Kueue's Configuration as its deployment ships it, in its module.
+SHIPPED_CONFIGURATION = "config/components/manager/controller_manager_config.yaml"
 SERVED_TIMEOUT_S = 60.0
 
 
@@ -83,31 +67,52 @@ def ensure_kueue(*, quiet: bool = False) -> Operator:
     )
 
 
-def configuration(*, webhook_port: int, cert_dir: Path, metrics_port: int, health_port: int) -> dict[str, Any]:
-    """Kueue's Configuration for plain pods in groups, as its deployment ships it but run out of cluster:
-    every port on loopback, no leader election (one manager), and certificates made here instead of by
-    its internal certificate management (which signs for the in-cluster Service's DNS name, not for the
-    loopback address the API server calls). Only the pod integration is on, for the labelled namespaces
-    only, with waitForPodsReady on. The visibility API server is off: it is an aggregated API for
-    listing pending workloads, not on the admission path, and would need certificates of its own at a
-    fixed /visibility."""
-    return {
-        "apiVersion": CONFIG_API_VERSION,
-        "kind": "Configuration",
-        "namespace": NAMESPACE,
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
-        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "controller": {"groupKindConcurrency": dict(SHIPPED_CONCURRENCY)},
-        "clientConnection": dict(SHIPPED_CLIENT),
-        "waitForPodsReady": copy.deepcopy(WAIT_FOR_PODS_READY),
-        "manageJobsWithoutQueueName": False,
-        "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
-        "integrations": {"frameworks": ["pod"]},
-        "featureGates": {"VisibilityOnDemand": False},
-    }
+def shipped_configuration(kueue: Operator) -> dict[str, Any]:
+    """Kueue's Configuration as its deployment ships it, read from the module the bench builds: its client
+    rate, its controllers' concurrency and its waitForPodsReady (commented out there, so off) are then
+    what that version ships, not what anyone typed in."""
+    loaded = yaml.safe_load((kueue.root / SHIPPED_CONFIGURATION).read_text())
+    if not isinstance(loaded, dict) or loaded.get("kind") != "Configuration":
+        raise BuildError(f"{kueue.root / SHIPPED_CONFIGURATION} is not a Kueue Configuration")
+    return loaded
+
+
+def configuration(
+    shipped: Mapping[str, Any],
+    *,
+    webhook_port: int,
+    cert_dir: Path,
+    metrics_port: int,
+    health_port: int,
+    client: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """Kueue's `shipped` Configuration run out of cluster for plain pods in groups. Changed only where
+    running out of cluster needs it: every port on loopback, no leader election (one manager),
+    certificates made here instead of by its internal certificate management (which signs for the
+    in-cluster Service's DNS name, not for the loopback address the API server calls), and only the
+    labelled namespaces managed. Only the pod integration is on: the other frameworks' CRDs are not
+    installed. The visibility API server is off: an aggregated API for listing pending workloads, not
+    on the admission path, that would need certificates of its own at a fixed /visibility. With
+    `client`, its client's rate (qps, burst) instead of the shipped one; everything else, waitForPodsReady
+    included, as shipped."""
+    settings = copy.deepcopy(dict(shipped))
+    settings.update(
+        {
+            "namespace": NAMESPACE,
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+            "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+            "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "manageJobsWithoutQueueName": False,
+            "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}},
+            "integrations": {"frameworks": ["pod"]},
+            "featureGates": {**(settings.get("featureGates") or {}), "VisibilityOnDemand": False},
+        }
+    )
+    if client is not None:
+        settings["clientConnection"] = dict(client)
+    return settings
 
 
 def _kept(webhook: Mapping[str, Any]) -> bool:
