@@ -28,6 +28,7 @@ SCENARIOS = {
     "autoscaling",
     "dra",
     "native",
+    "peers",  # who scenarios 1 and 2 measured, what each was given, the order of their turns
 }
 
 
@@ -46,6 +47,15 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     assert set(results) == SCENARIOS
     assert [row["members"] for row in results["gang-size"]["rows"]] == [10, 50]
     assert all(row["baseline_s"] > 0 and row["yuniplace_s"] > 0 for row in results["gang-size"]["rows"])
+    # Every peer of the quick run took its turn (Kueue and YuniKorn are left out of it); yuniplace ran as
+    # its chart runs it, at its defaults, its pods gated by its webhook.
+    peers = results["peers"]
+    assert peers["orders"] == [["baseline", "yuniplace", "native"]], peers["orders"]
+    assert (
+        "--workers=4" in peers["given"]["yuniplace"]["args"] and "--leader-elect" in peers["given"]["yuniplace"]["args"]
+    )
+    assert all(row["native_s"] > 0 for row in results["gang-size"]["rows"])
+    assert results["arrivals"]["native"]["p50_s"] > 0
     # Native gangs admitted by yuniplace (the bench cluster serves the Workload API), beside the plugin alone.
     assert all(row["native_admitted_s"] > 0 and row["native_alone_s"] > 0 for row in results["gang-size"]["rows"])
     assert results["contention"]["stuck"] == 0 and results["contention"]["swapped"] > 0
@@ -84,6 +94,7 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
         "### 7. Autoscaled",
         "### 8. DRA gangs",
         "### 1d. Native gangs",
+        "### Peers: what each was given",
     )
     for heading in (*headings, "### Control plane"):
         assert heading in markdown
