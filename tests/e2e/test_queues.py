@@ -51,9 +51,7 @@ Pod = dict[str, Any]
 
 def configured(cluster: Cluster, namespace: str, reason: str, count: int = 1) -> list[dict[str, Any]]:
     """Wait for the `count`th QueuesApplied or QueuesRefused event on the queues ConfigMap."""
-    return wait_until(  # type: ignore[no-any-return]
-        lambda: found if len(found := events_for(cluster, namespace, reason)) >= count else None, WAIT_S
-    )
+    return posted(cluster, namespace, reason, count=count, timeout_s=WAIT_S)
 
 
 def status_queues(cluster: Cluster, configmap: str) -> dict[str, Any]:
