@@ -39,6 +39,17 @@ def test_a_gang_larger_than_its_pool_borrows_the_most_idle_pool_that_shares() ->
     assert isinstance(home, Granted) and home.lender is None
 
 
+def test_a_granted_borrower_reserves_on_the_pool_it_borrows_before_a_cycle_reads_its_record() -> None:
+    """Its placeholders may be made by a reconcile after the one that took the ticket (a DRA gang's, once
+    its claims are made), while it is reserving and no cycle has read the lender in its record yet."""
+    cluster = nodes(1, labels=A, prefix="a") + nodes(2, labels=C, prefix="c")
+    queues = pools(pool("a", A), pool("c", C), cluster=cluster)
+    world = World(cluster, [annotated(gang("big", 8, created=1), "a")], queues)
+    assert isinstance(world.ticket("big"), Granted)
+    reserving = world.admission.standing(p.AppKey(NS, "big"), pending=False)
+    assert reserving.pool == Pool({"pool": "a"}, (), (), {"pool": "c"})
+
+
 def test_with_two_lenders_equally_idle_it_takes_the_one_holding_fewer_gangs() -> None:
     cluster = nodes(1, labels=A, prefix="a") + nodes(2, labels=B, prefix="b") + nodes(3, labels=C, prefix="c")
     busy = running("busy", 4, "root.c", on=["c0"], created=0)  # c: one node taken of three

@@ -258,6 +258,11 @@ class Admission:
             self._memory = Memory(decided.tickets, decided.granted, decided.attempts, reclaiming)
             self._next_cycle_at = decided.next_cycle_at
             self._pools = {key: app.pool for key, app in snapshot.apps.items() if not app.pool.free}
+            # A gang granted room it borrows reserves on that pool from then on: its next reconciles
+            # (placeholders made once its DRA claims are) may come before a cycle reads its record.
+            self._pools.update(
+                {key: t.pool for key, t in decided.tickets.items() if isinstance(t, Granted) and t.pool is not None}
+            )
             self.waiting = sum(1 for t in decided.tickets.values() if isinstance(t, Waiting))
             self.waiting_by_queue = Counter(decided.waiting_by_queue)
             self.ledger = decided.ledger
