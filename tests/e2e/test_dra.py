@@ -32,8 +32,10 @@ from tests.e2e.support import (
     is_running,
     make_pod,
     placeholders,
+    posted,
     put_queues,
 )
+from tests.e2e.test_pools import applied, in_pool, make_pools, status_queues
 from yuniplace.gang import keys
 from yuniplace.kube import NotFound
 from yuniplace.kube.watch import ListWatch
@@ -562,6 +564,46 @@ def test_a_queues_max_of_a_device_class_holds_a_second_dra_gang_back(
     for name in first:
         cluster.client.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
     wait_running(cluster, gpus, second)
+
+
+@pytest.mark.usefixtures("pool_api")
+def test_an_ai_scheduler_pool_is_guaranteed_its_nodes_devices_and_takes_them_back_from_a_borrower(
+    cluster: Cluster,
+    namespace: str,
+    pool: Callable[..., Placement],
+    devices: Callable[..., Devices],
+    cluster_wide: Callable[..., ControllerProcess],
+) -> None:
+    """ai-scheduler Pools: `gpus` owns two nodes of 2 devices each, `cpus` one node with none; gpus is
+    guaranteed its nodes' 4 devices (`status --queues` says so). A gang of cpus asking 2 × 2 devices
+    finds none at home, borrows gpus' idle nodes and runs whole. gpus' own gang of 2 × 2 devices then
+    takes them back: the borrower is evicted whole (its devices counted free once it goes) and gpus'
+    gang runs on its own devices."""
+    home = pool(1, cpu="16", memory="64Gi", labels={"pool": "cpus"})
+    gpu_nodes = pool(2, cpu="16", memory="64Gi", labels={"pool": "gpus"}).nodes
+    gpus = devices(gpu_nodes, 2)
+    names = make_pools(cluster, home, namespace[-6:], ("cpus", {"pool": "cpus"}, {}), ("gpus", {"pool": "gpus"}, {}))
+    cluster_wide()
+    applied(cluster, names)
+    resource = f"deviceclass.resource.kubernetes.io/{gpus.device_class}"
+    guaranteed = {row["queue"]: row["guaranteed"] or {} for row in status_queues(cluster)["queues"]}
+    assert guaranteed[f"root.{names['gpus']}"].get(resource) == "4", guaranteed
+    assert resource not in guaranteed[f"root.{names['cpus']}"], guaranteed
+    template = gpus.template("two", 2)
+
+    borrower = gpu_gang(cluster, gpus, home, "borrower", 2, template, annotations=in_pool(names["cpus"]))
+    wait_running(cluster, gpus, borrower)
+    assert {(cluster.get_pod(namespace, name) or {})["spec"]["nodeName"] for name in borrower} <= set(gpu_nodes)
+
+    train = gpu_gang(cluster, gpus, home, "train", 2, template, annotations=in_pool(names["gpus"]))
+    taken = [e["message"] for e in posted(cluster, namespace, "GangPreempted", on="borrower-")]
+    assert (
+        f"queue root.{names['gpus']} takes back room it is guaranteed and lent to queue root.{names['cpus']}"
+        in (taken[0])
+    ), taken
+    wait_running(cluster, gpus, train)
+    assert {allocated_node(gpus.claim_of(name)) for name in train} == set(gpu_nodes)
+    wait_until(lambda: all(cluster.get_pod(namespace, name) is None for name in borrower), 60)  # evicted, gone
 
 
 def test_the_charts_permissions_let_the_swap_hand_claims_over(

@@ -140,6 +140,25 @@ def test_guarantees_follow_the_nodes_and_a_node_two_pools_select_counts_in_neith
     assert read_ai_scheduler_pools([DEMO, gpu]).queues["root.demo"].guaranteed == {}  # no node known yet
 
 
+def test_a_pool_is_guaranteed_its_nodes_dra_devices_and_a_device_plugins_count_once() -> None:
+    gpu = pool("gpu", nodeSelector={"matchLabels": {"gpu": "true"}})
+    a100 = "deviceclass.resource.kubernetes.io/a100"
+    plugin = node("plugin-1", gpu="true")
+    plugin["status"]["allocatable"]["example.com/gpu"] = "4"
+    nodes = [node("gpu-1", gpu="true"), node("gpu-2", gpu="true"), plugin, node("both", gpu="true", pool="demo")]
+    devices = {
+        "gpu-1": {a100: 8000, "example.com/gpu": 8000},
+        "gpu-2": {a100: 4000, "example.com/gpu": 4000},
+        "plugin-1": {"example.com/gpu": 2000},  # advertised by the node too: its own count stands
+        "both": {a100: 8000},
+        "gone": {a100: 8000},  # a node not (yet) seen holds nothing
+    }
+    config = read_ai_scheduler_pools([DEMO, gpu], nodes, devices)
+    guaranteed = config.queues["root.gpu"].guaranteed
+    assert guaranteed[a100] == 12000 and guaranteed["example.com/gpu"] == 16000
+    assert config.queues["root.default"].guaranteed[a100] == 8000 and a100 not in config.queues["root.demo"].guaranteed
+
+
 def test_pods_name_their_pool_by_its_annotation_and_the_rest_go_to_the_default_pool() -> None:
     config = merge(None, (), read_ai_scheduler_pools([DEMO, MASTERS, pool("a.b", nodeSelector=selecting(x="y"))]))
     assert list(config.queues) == ["root", "root.a_dot_b", "root.demo", "root.masters", "root.default"]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests import builders
+from yuniplace.admission.room import RoomView
 from yuniplace.devices.claims import (
     ONE_DEVICE,
     Kind,
@@ -20,8 +21,9 @@ from yuniplace.devices.claims import (
     pod_claims,
     requests_of,
 )
-from yuniplace.devices.inventory import DeviceInventory
+from yuniplace.devices.inventory import DeviceCounts, DeviceInventory
 from yuniplace.devices.selectors import Device, SelectorError, compile_selector
+from yuniplace.gang.fit import Constraints, Node
 
 DRIVER = "gpu.example.com"
 GPU = Device.of(
@@ -169,6 +171,56 @@ def test_free_devices_per_node_are_those_matching_less_those_claims_hold() -> No
     assert counts.total == {"n1": {gpu: 3000, a100: 2000}, "n2": {gpu: 2000, a100: 1000}}
     assert counts.free == {"n1": {gpu: 2000, a100: 1000}, "n2": {gpu: 2000, a100: 1000}}
     assert not counts.problems and not counts.uncounted
+
+
+def test_each_nodes_devices_of_every_class_are_counted_under_each_name_a_pod_asks_them_by() -> None:
+    devices = inventory(
+        builders.resource_slice("s1", "n1", DRIVER, ["g0a", "g1a", "g2"], attributes=models("g0a", "g1a", "g2")),
+        builders.resource_slice("s2", "n2", DRIVER, ["g0"], attributes=models("g0")),
+        claims=(allocated("c", ("n1", "g0a")),),  # held devices are still the node's
+    )
+    told: list[str] = []
+    devices.follow_published(lambda: told.append("published"))
+    devices.class_event("ADDED", builders.device_class("big", DRIVER, extended_resource="example.com/gpu"))
+    gpu, a100, big = class_resource("gpu"), class_resource("a100"), class_resource("big")
+    assert devices.node_devices() == {
+        "n1": {gpu: 3000, a100: 2000, big: 3000, "example.com/gpu": 3000},
+        "n2": {gpu: 1000, big: 1000, "example.com/gpu": 1000},
+    }
+    devices.claim_event("DELETED", allocated("c", ("n1", "g0a")))  # claims change what is free, not what is there
+    devices.slice_event("DELETED", builders.resource_slice("s2", "n2", DRIVER, ["g0"]))
+    assert told == ["published", "published"] and "n2" not in devices.node_devices()
+
+
+def reserved(claim: dict[str, Any], *uids: str) -> dict[str, Any]:
+    claim["status"]["reservedFor"] = [{"resource": "pods", "name": f"pod-{uid}", "uid": uid} for uid in uids]
+    return claim
+
+
+def test_the_devices_of_a_claim_reserved_for_one_pod_are_held_for_it_and_a_shared_ones_for_none() -> None:
+    devices = inventory(
+        builders.resource_slice("s1", "n1", DRIVER, ["g0a", "g1a", "g2"], attributes=models("g0a", "g1a", "g2")),
+        claims=(
+            reserved(allocated("mine", ("n1", "g0a"), ("n1", "g2")), "u1"),
+            reserved(allocated("shared", ("n1", "g1a")), "u2", "u3"),
+        ),
+    )
+    gpu, a100 = class_resource("gpu"), class_resource("a100")
+    assert devices.count([Kind("gpu"), Kind("a100")]).held == {"u1": {gpu: 2000, a100: 1000}}
+    devices.claim_event("MODIFIED", reserved(allocated("shared", ("n1", "g1a")), "u3"))  # u2 went
+    assert devices.count([Kind("gpu")]).held == {"u1": {gpu: 2000}, "u3": {gpu: 1000}}
+
+
+def test_a_pod_going_gives_back_the_devices_held_for_it_alone() -> None:
+    gpu = class_resource("gpu")
+    allocatable = {"cpu": 4000, "pods": 110_000}
+    node = Node("n1", {}, (), allocatable)
+    view = RoomView([node], {"n1": {"cpu": 2000, "pods": 109_000}}, {"u1": ("n1", {"cpu": 2000})})
+    counts = DeviceCounts({"n1": {gpu: 1000}}, {"n1": {gpu: 4000}}, held={"u1": {gpu: 3000}, "gone": {gpu: 1000}})
+    with_devices = view.with_devices(counts)
+    assert with_devices.room().free_on([Constraints()])[gpu] == 1000
+    assert with_devices.room(released=["u1"]).free_on([Constraints()]) == {"cpu": 4000, "pods": 110_000, gpu: 4000}
+    assert view.takes["u1"] == ("n1", {"cpu": 2000})  # the view it was made from is left as it was
 
 
 def test_only_a_pools_newest_generation_counts() -> None:

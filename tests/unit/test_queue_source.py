@@ -6,10 +6,13 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from tests import builders
 from tests.unit.test_gang_admission import NS, gang
 from tests.unit.test_queue_admission import World, in_queue, nodes, running
 from yuniplace.admission.tickets import Granted, Refused, Waiting
 from yuniplace.controller.queuesource import QueueSource
+from yuniplace.devices.claims import class_resource
+from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -296,6 +299,24 @@ def test_pools_are_applied_on_each_with_an_event_and_their_guarantees_follow_the
     assert len(recorder.events) == 2 and changes == [1, 1]
     queues._node_event("DELETED", cluster[0])
     assert queues.config().queues["root.demo"].guaranteed["cpu"] == 20000
+
+
+def test_a_pools_guarantee_follows_the_devices_drivers_publish_on_its_nodes() -> None:
+    queues, _recorder, changes = source()
+    devices = DeviceInventory()
+    queues.count_devices(devices)
+    devices.classes_listed([builders.device_class("gpu", "gpu.example.com")])
+    cluster = nodes(2, labels=DEMO, prefix="d")
+    queues.nodes_changed(cluster)
+    queues.pools_changed([pool("demo", DEMO)])
+    gpus = class_resource("gpu")
+    assert gpus not in queues.config().queues["root.demo"].guaranteed and changes == [1]
+
+    name = cluster[0]["metadata"]["name"]
+    devices.slice_event("ADDED", builders.resource_slice("s", name, "gpu.example.com", ["g0", "g1"]))
+    assert queues.config().queues["root.demo"].guaranteed[gpus] == 2000 and changes == [1, 1]
+    devices.slice_event("DELETED", builders.resource_slice("s", name, "gpu.example.com", []))
+    assert gpus not in queues.config().queues["root.demo"].guaranteed and changes == [1, 1, 1]
 
 
 def test_a_bad_pool_edit_is_refused_on_it_and_the_last_good_pools_stay_and_follow_the_nodes() -> None:

@@ -125,7 +125,8 @@ class RoomView:
 
     def with_devices(self, counts: DeviceCounts, aliases: Mapping[str, str] = {}) -> RoomView:
         """The view with each node's DRA devices of the kinds counted added to its room, as resources
-        (devices/claims.py names them): what it has, and what no claim holds. `aliases`: the extended
+        (devices/claims.py names them): what it has, and what no claim holds; what each pod takes, with
+        the devices held for it alone, which its going frees. `aliases`: the extended
         resources DeviceClasses let pods ask devices by (resource -> its class's resource), counted
         from the devices on every node that does not advertise that resource itself (a device
         plugin's node does)."""
@@ -147,7 +148,14 @@ class RoomView:
             nodes.append(replace(node, allocatable={**node.allocatable, **added}))
             if node.name in free:
                 free[node.name] = {**free[node.name], **left}
-        return RoomView(nodes, free, self.takes, self.competing)
+        takes = self.takes
+        if counts.held:
+            takes = dict(takes)
+            for uid, devices in counts.held.items():
+                take = takes.get(uid)
+                if take is not None:
+                    takes[uid] = (take[0], {**take[1], **devices})
+        return RoomView(nodes, free, takes, self.competing)
 
     def whole_room(self, coming: Sequence[Node]) -> Room:
         """Every node's whole allocatable room, those yet to come included: what a gang could ever get."""

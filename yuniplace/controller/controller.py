@@ -114,6 +114,7 @@ class Controller:
             self.admission = Admission(
                 self.store, settings.limits, self.pod_groups.get, self.queues, self.queue.add, rules, clock, metrics
             )
+            self.queues.count_devices(self.admission.devices)
             room = self.admission.room
             metrics.count_nodes(room.node_count, room.nodes_taking_pods)
             self._node_watch = ListWatch(

@@ -40,6 +40,28 @@ def _trimmed(event: Callable[[str, Any], None], trim: Callable[[Any], Any]) -> C
     return lambda kind, raw: event(kind, trim(raw))
 
 
+Feed = tuple[str, Callable[..., None], Callable[..., None], Callable[[Any], Any] | None]
+
+
+def _feeds(devices: DeviceInventory) -> list[Feed]:
+    """Each DRA resource, with the inventory's handlers of its list and of its events, and its trim."""
+    return [
+        ("deviceclasses", devices.classes_listed, devices.class_event, None),
+        ("resourceslices", devices.slices_listed, devices.slice_event, None),
+        ("resourceclaims", devices.claims_listed, devices.claim_event, trim_claim),
+        ("resourceclaimtemplates", devices.templates_listed, devices.template_event, None),
+    ]
+
+
+def read_devices(client: KubeClient, devices: DeviceInventory) -> None:
+    """The DRA objects read once into the inventory, as a tool that counts what admission counts needs
+    them."""
+    devices.served = True
+    for name, listed, _event, trim in _feeds(devices):
+        items = client.get(f"{DRA_API}/{name}")["items"]
+        listed([trim(item) for item in items] if trim is not None else items)
+
+
 class DeviceWatches:
     """Without resource.k8s.io/v1, no pod asks for a device and nothing here changes anything."""
 
@@ -52,15 +74,8 @@ class DeviceWatches:
 
     def start(self, served: ServedApi, missing: Callable[[], None]) -> list[threading.Event]:
         """Watch the DRA objects; return the events set once each has been read."""
-        devices = self._inventory
-        devices.served = True
-        feeds: list[tuple[str, Callable[..., None], Callable[..., None], Callable[[Any], Any] | None]] = [
-            ("deviceclasses", devices.classes_listed, devices.class_event, None),
-            ("resourceslices", devices.slices_listed, devices.slice_event, None),
-            ("resourceclaims", devices.claims_listed, devices.claim_event, trim_claim),
-            ("resourceclaimtemplates", devices.templates_listed, devices.template_event, None),
-        ]
-        for name, listed, event, trim in feeds:
+        self._inventory.served = True
+        for name, listed, event, trim in _feeds(self._inventory):
             watch = ListWatch(
                 self._client,
                 f"{DRA_API}/{name}",

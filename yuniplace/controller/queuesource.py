@@ -22,6 +22,7 @@ from typing import Any
 
 from yuniplace.admission.tickets import Refused
 from yuniplace.controller.optionalapis import OptionalApi, ServedApi
+from yuniplace.devices.inventory import DeviceInventory
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application, queue_of
@@ -99,6 +100,7 @@ class QueueSource:
         self._pool_objects: dict[str, Object] = {}  # the Pools as they are now, read or not
         self._good_pools: dict[str, Object] = {}  # the Pools of the last good set
         self._nodes: dict[str, Object] = {}  # each node's name, labels and allocatable room (`node_view`)
+        self._node_devices: Callable[[], Mapping[str, Mapping[str, int]]] = dict  # each node's DRA devices
         self._pools: QueueConfig = QueueConfig()  # the last good set of Pools, guaranteed what the nodes hold
         self._config = QueueConfig()
         self._parent_queues: dict[str, str] = {}  # namespace -> its yunikorn.apache.org/parentqueue
@@ -180,7 +182,7 @@ class QueueSource:
                 if name not in seen or seen[name].get("spec") != pool.get("spec")
             ]
             try:
-                config = read_ai_scheduler_pools(list(self._pool_objects.values()), list(self._nodes.values()))
+                config = self._read_pools(self._pool_objects)
             except InvalidQueues as error:
                 # Told: the Pools edited (their edit is not in force) and those a problem names; nobody
                 # when nothing was edited (a relist of the same Pools).
@@ -228,13 +230,25 @@ class QueueSource:
                 self._nodes[name] = view
         self._nodes_moved()
 
+    def count_devices(self, devices: DeviceInventory) -> None:
+        """Have each Pool guaranteed its nodes' DRA devices too, as `devices` counts them, following them
+        as drivers publish them."""
+        self._node_devices = devices.node_devices
+        devices.follow_published(self._nodes_moved)
+
+    def _read_pools(self, pools: Mapping[str, Object]) -> QueueConfig:
+        """The Pools read (under the lock), guaranteed what their nodes hold now."""
+        if not pools:
+            return read_ai_scheduler_pools([])
+        return read_ai_scheduler_pools(list(pools.values()), list(self._nodes.values()), self._node_devices())
+
     def _nodes_moved(self) -> None:
-        """The nodes changed what they hold or which Pool they are in: the last good Pools are read
-        again (they read as before, nodes aside), and the guarantees follow."""
+        """The nodes changed what they hold (their devices among it) or which Pool they are in: the last
+        good Pools are read again (they read as before, nodes aside), and the guarantees follow."""
         with self._lock:
             if not self._good_pools:
                 return
-            config = read_ai_scheduler_pools(list(self._good_pools.values()), list(self._nodes.values()))
+            config = self._read_pools(self._good_pools)
             changed = self._apply(self._yunikorn, self._volcano, config, [])
         if changed is not None:
             self._on_change()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,8 @@ class DeviceCounts:
     total: Mapping[str, Mapping[str, int]]  # node -> resource -> devices there are
     problems: Mapping[str, str] = field(default_factory=dict)  # resource -> why it cannot be counted
     uncounted: frozenset[str] = frozenset()  # kinds of devices not bound to one node: left to kube-scheduler
+    # pod uid -> resource -> devices held by claims reserved for that pod alone, which its going frees
+    held: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def _newest(slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -131,7 +133,7 @@ def _published(slices: Iterable[Mapping[str, Any]]) -> list[Published]:
 
 
 class DeviceInventory:
-    def __init__(self, on_change: Any = lambda: None) -> None:
+    def __init__(self, on_change: Callable[[], None] = lambda: None) -> None:
         self._lock = threading.Lock()
         self._classes: dict[str, DeviceClass] = {}
         self._slices: dict[str, Mapping[str, Any]] = {}
@@ -140,7 +142,9 @@ class DeviceInventory:
         self._published: list[Published] | None = None  # worked out again after the slices change
         self._matched: dict[Kind, tuple[list[Published], str | None]] = {}  # until slices or classes change
         self._allocated: set[DeviceId] | None = None  # worked out again after the claims change
+        self._consumers: dict[DeviceId, str] | None = None  # the one pod each device is held for (by uid)
         self._on_change = on_change
+        self._on_published: list[Callable[[], None]] = []  # told when the devices there are may have changed
         self.served = False  # the cluster serves resource.k8s.io/v1 (set as its watches start)
 
     # -- the watches ---------------------------------------------------------------------------------
@@ -149,7 +153,7 @@ class DeviceInventory:
         with self._lock:
             self._classes = {(c := DeviceClass.of(raw)).name: c for raw in items}
             self._matched.clear()
-        self._on_change()
+        self._published_changed()
 
     def class_event(self, kind: str, raw: Mapping[str, Any]) -> None:
         with self._lock:
@@ -159,14 +163,14 @@ class DeviceInventory:
             else:
                 self._classes[name] = DeviceClass.of(raw)
             self._matched.clear()
-        self._on_change()
+        self._published_changed()
 
     def slices_listed(self, items: list[Mapping[str, Any]]) -> None:
         with self._lock:
             self._slices = {str(raw["metadata"]["name"]): raw for raw in items}
             self._published = None
             self._matched.clear()
-        self._on_change()
+        self._published_changed()
 
     def slice_event(self, kind: str, raw: Mapping[str, Any]) -> None:
         with self._lock:
@@ -177,12 +181,13 @@ class DeviceInventory:
                 self._slices[name] = raw
             self._published = None
             self._matched.clear()
-        self._on_change()
+        self._published_changed()
 
     def claims_listed(self, items: list[Mapping[str, Any]]) -> None:
         with self._lock:
             self._claims = {_key(raw): raw for raw in items}
             self._allocated = None
+            self._consumers = None
         self._on_change()
 
     def claim_event(self, kind: str, raw: Mapping[str, Any]) -> None:
@@ -196,6 +201,7 @@ class DeviceInventory:
             changed = before is None or kind == "DELETED" or allocation_results(before) != allocation_results(raw)
             if changed:
                 self._allocated = None
+            self._consumers = None  # whom a claim is reserved for changes without its allocation
         if changed and (kind == "DELETED" or not is_allocated(raw)):
             self._on_change()  # devices were freed: a gang waiting for them may fit now
 
@@ -211,6 +217,15 @@ class DeviceInventory:
             else:
                 self._templates[_key(raw)] = raw
         self._on_change()
+
+    def follow_published(self, told: Callable[[], None]) -> None:
+        """Have `told` called whenever the devices there are may have changed (a class or a slice did)."""
+        self._on_published.append(told)
+
+    def _published_changed(self) -> None:
+        self._on_change()
+        for told in self._on_published:
+            told()
 
     # -- what pods ask ------------------------------------------------------------------------------
 
@@ -282,9 +297,13 @@ class DeviceInventory:
             if self._allocated is None:
                 self._allocated = {device for claim in self._claims.values() for device in allocation_results(claim)}
             allocated = self._allocated
+            if self._consumers is None:
+                self._consumers = _consumers(self._claims.values())
+            consumers = self._consumers
             matched = {kind: self._matching(kind) for kind in wanted}
         free: dict[str, Amounts] = {}
         total: dict[str, Amounts] = {}
+        held: dict[str, Amounts] = {}
         problems: dict[str, str] = {}
         uncounted: set[str] = set()
         for kind, (devices, problem) in matched.items():
@@ -302,13 +321,32 @@ class DeviceInventory:
                 there[node] = there.get(node, 0) + 1
                 if device.id not in allocated:
                     unused[node] = unused.get(node, 0) + 1
+                elif not kind.every_one and (consumer := consumers.get(device.id)) is not None:
+                    mine = held.setdefault(consumer, {})
+                    mine[resource] = mine.get(resource, 0) + ONE_DEVICE
             for node, count in there.items():
                 left = unused.get(node, 0)
                 if kind.every_one:
                     count, left = 1, int(left == count)
                 total.setdefault(node, {})[resource] = count * ONE_DEVICE
                 free.setdefault(node, {})[resource] = left * ONE_DEVICE
-        return DeviceCounts(free, total, problems, frozenset(uncounted))
+        return DeviceCounts(free, total, problems, frozenset(uncounted), held)
+
+    def node_devices(self) -> dict[str, Amounts]:
+        """Every node's devices of each class (milli-units), under every name a pod may ask them by: the
+        class's resource, and its extended resource where it has one. Devices of a class that cannot be
+        counted, or not bound to one node, are left out."""
+        with self._lock:
+            classes = list(self._classes.values())
+        counts = self.count(Kind(c.name) for c in classes)
+        devices: dict[str, Amounts] = {}
+        for device_class in classes:
+            resource = class_resource(device_class.name)
+            names = [resource, *([device_class.extended_resource] if device_class.extended_resource else [])]
+            for node, total in counts.total.items():
+                if resource in total:
+                    devices.setdefault(node, {}).update(dict.fromkeys(names, total[resource]))
+        return devices
 
     def _matching(self, kind: Kind) -> tuple[list[Published], str | None]:
         """The devices of the kind (under the lock), or why they cannot be told."""
@@ -344,6 +382,20 @@ def _match(published: list[Published], device_class: DeviceClass, kind: Kind) ->
             driver, pool, name = device.id
             failed = failed or f"{kind.said}: a selector fails on device {driver}/{pool}/{name} ({error})"
     return matching, (failed if not matching else None)
+
+
+def _consumers(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceId, str]:
+    """The devices of claims reserved for one pod, each with that pod's uid: once it goes, the claim is
+    given up and they are free (a claim several pods share stays while any of them is there)."""
+    consumers: dict[DeviceId, str] = {}
+    for claim in claims:
+        reserved = (claim.get("status") or {}).get("reservedFor") or []
+        if len(reserved) != 1 or not isinstance(reserved[0], Mapping) or reserved[0].get("resource") != "pods":
+            continue
+        uid = str(reserved[0].get("uid") or "")
+        for device in allocation_results(claim) if uid else ():
+            consumers[device] = uid
+    return consumers
 
 
 def _key(raw: Mapping[str, Any]) -> Key:

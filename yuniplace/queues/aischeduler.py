@@ -9,10 +9,11 @@ its idle nodes, whose room it takes back when it needs it.
   of labels with one value each, so `matchLabels` (and `matchExpressions` of operator In with one value)
   are read; any other expression is refused. A Pool without a node selector owns no node, as in
   ai-scheduler: its gangs can only use other Pools' idle nodes.
-- A Pool is guaranteed what its nodes hold (the nodes' allocatable, summed), so that it takes back what
-  it lends: reclaim only ever takes back room a queue is guaranteed. The model has no "capacity of these
-  nodes", so the reader is given the nodes and the guarantee follows them as they are added, removed or
-  relabelled. A node that more than one Pool selects is ai-scheduler's default pool's: it counts in no
+- A Pool is guaranteed what its nodes hold (the nodes' allocatable and their DRA devices, counted per
+  class as `deviceclass.resource.kubernetes.io/<class>`, summed), so that it takes back what it lends:
+  reclaim only ever takes back room a queue is guaranteed. The model has no "capacity of these nodes", so
+  the reader is given the nodes and their devices, and the guarantee follows them as they are added,
+  removed or relabelled. A node that more than one Pool selects is ai-scheduler's default pool's: it counts in no
   Pool's guarantee (each such Pool is warned of it), but the gangs of those Pools may still be placed on
   it, since a pool cannot keep its gangs off the nodes another pool also selects.
 - `spec.disableSharing` is the inverse of `sharing`: a Pool that does not share is kept off by every
@@ -110,9 +111,12 @@ class _Pool:
     lenders: list[str] | None = None  # spec.borrowingPools, when it names any
 
 
-def read_ai_scheduler_pools(pools: Sequence[Any], nodes: Sequence[Any] = ()) -> QueueConfig:
+def read_ai_scheduler_pools(
+    pools: Sequence[Any], nodes: Sequence[Any] = (), devices: Mapping[str, Mapping[str, int]] | None = None
+) -> QueueConfig:
     """The Pools as a queue configuration (root included, each Pool's name in QueueConfig.names), each
-    Pool guaranteed what the `nodes` it alone selects hold; empty without any Pool.
+    Pool guaranteed what the `nodes` it alone selects hold, their DRA `devices` (node name -> resource ->
+    milli-units, as devices/inventory.node_devices has them) included; empty without any Pool.
     InvalidQueues lists every problem, each naming the Pool and the field."""
     if not pools:
         return QueueConfig()
@@ -132,7 +136,7 @@ def read_ai_scheduler_pools(pools: Sequence[Any], nodes: Sequence[Any] = ()) -> 
     _same_selectors(read.values(), findings)
     _lenders(read, findings)
     findings.raise_errors()
-    guaranteed, shared = _guarantees(read, nodes, findings)
+    guaranteed, shared = _guarantees(read, nodes, devices or {}, findings)
     specs = {ROOT: QueueSpec(ROOT, parent_queue=True, source="ai-scheduler Pools")}
     for pool in sorted(read.values(), key=lambda p: p.spec.path):
         specs[pool.spec.path] = replace(pool.spec, guaranteed=guaranteed.get(pool.name, {}))
@@ -351,9 +355,10 @@ def _same_selectors(pools: Iterable[_Pool], findings: Findings) -> None:
 
 
 def _guarantees(
-    pools: Mapping[str, _Pool], nodes: Sequence[Any], findings: Findings
+    pools: Mapping[str, _Pool], nodes: Sequence[Any], devices: Mapping[str, Mapping[str, int]], findings: Findings
 ) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """What each Pool is guaranteed: the allocatable room of the nodes it alone selects; what the default
+    """What each Pool is guaranteed: the allocatable room of the nodes it alone selects, and their DRA
+    devices (a device resource the node advertises itself, a device plugin's, is counted once); what the default
     pool is (under DEFAULT_POOL): the room of the nodes no Pool or more than one selects; and the names of
     the latter. Nodes more than one Pool selects are warned of on each such Pool (the first other Pool
     named)."""
@@ -381,7 +386,9 @@ def _guarantees(
                 shared.setdefault(pool.name, (other, []))[1].append(str(metadata.get("name")))
             conflicts.append(str(metadata.get("name")))
         into = guaranteed.setdefault(matching[0].name if len(matching) == 1 else DEFAULT_POOL, {})
-        for resource, amount in _allocatable(node).items():
+        allocatable = _allocatable(node)
+        held = {**devices.get(str(metadata.get("name")), {}), **allocatable}
+        for resource, amount in held.items():
             into[resource] = into.get(resource, 0) + amount
     for name, (other, node_names) in sorted(shared.items()):
         shown = ", ".join(node_names[:MAX_NODES_SHOWN]) + (", …" if len(node_names) > MAX_NODES_SHOWN else "")

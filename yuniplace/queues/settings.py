@@ -129,7 +129,9 @@ SETTINGS: tuple[Setting, ...] = (
             Spelling("spec.guarantee.resource", kubernetes_milli, "where `spec.deserved` does not name the resource"),
         ),
         ai_scheduler=(
-            Spelling("spec.nodeSelector", kubernetes_milli, "the allocatable of the nodes it alone selects"),
+            Spelling(
+                "spec.nodeSelector", kubernetes_milli, "the allocatable and DRA devices of the nodes it alone selects"
+            ),
         ),
     ),
     Setting(

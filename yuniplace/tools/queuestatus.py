@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yuniplace.admission.cycle import Admission
+from yuniplace.controller.devicewatches import DRA, read_devices
 from yuniplace.controller.optionalapis import ServedApi
 from yuniplace.controller.podgroups import pod_group_optional_api
 from yuniplace.controller.queuesource import AI_SCHEDULER_POOLS, VOLCANO_QUEUES, QueueSource
@@ -46,7 +47,7 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         except NotFound:
             source.configmap_changed(None)
         source.namespaces_changed(_items(client, "/api/v1/namespaces"))
-    apis = [VOLCANO_QUEUES, AI_SCHEDULER_POOLS, *(pod_group_optional_api(api) for api in pod_group_apis())]
+    apis = [VOLCANO_QUEUES, AI_SCHEDULER_POOLS, DRA, *(pod_group_optional_api(api) for api in pod_group_apis())]
     found = discover(client, [path for api in apis for path in api.paths])
     if isinstance(VOLCANO_QUEUES.served_as(found), ServedApi):
         source.volcano_queues_changed(_items(client, f"{keys.VOLCANO_API}/queues"))
@@ -73,6 +74,9 @@ def read_queues(client: KubeClient, configmap: tuple[str, str] | None) -> tuple[
         return None if api is None else pod_groups.get(api, {}).get(key)
 
     admission = Admission(store, Limits(), pod_group_of, source, lambda _key: None)
+    if isinstance(DRA.served_as(found), ServedApi):
+        source.count_devices(admission.devices)  # a Pool is guaranteed its nodes' devices too
+        read_devices(client, admission.devices)
     admission.room.nodes_listed(nodes)
     admission.room.pods_listed(pods)
     admission.decide_now()
