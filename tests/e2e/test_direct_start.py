@@ -37,6 +37,12 @@ def seat_of(cluster: Cluster, namespace: str, name: str) -> tuple[str | None, st
     return (pod["metadata"].get("annotations") or {}).get(keys.SEAT), pod["spec"].get("nodeName")
 
 
+def waiting_pods(cluster: Cluster) -> list[str]:
+    """The pods of the cluster waiting to be scheduled (pending, ungated, on no node), by name."""
+    pods = cluster.client.get("/api/v1/pods", fieldSelector="spec.nodeName=,status.phase=Pending")
+    return [pod["metadata"]["name"] for pod in pods["items"] if not pod["spec"].get("schedulingGates")]
+
+
 def pod_writes(controller: ControllerProcess) -> float:
     return sum(
         value
@@ -69,9 +75,42 @@ def test_a_gang_whose_pods_all_exist_starts_on_the_nodes_admission_chose(
     assert controller.metrics().get('yuniplace_gang_starts_total{path="direct"}') == 1
     writes = pod_writes(controller)
     print(f"\ndirect start: {writes:.0f} pod writes for 8 members")
-    # Per member: its nomination (with its seat) and the release of its gate; the originator's record twice
-    # (Reserved as it starts, Running once it runs).
+    # Per member: its nomination (with its seat) and the release of its gate, since a controller of one
+    # namespace cannot know that no other pod waits; the originator's record twice (Reserved as it
+    # starts, Running once it runs).
     assert writes <= 2 * 8 + 2, writes
+
+
+def test_a_controller_that_sees_every_pod_starts_a_gang_nobody_else_waits_for_with_one_write_a_member(
+    cluster: Cluster,
+    namespace: str,
+    cluster_wide: Callable[..., ControllerProcess],
+    recorder: NamespaceRecorder,
+    pool: Callable[..., Placement],
+) -> None:
+    """With no pod of another application waiting to be scheduled, no seat needs a nomination to hold
+    it: each member is released onto its seat (recorded with it) in one write, once the controller's
+    watch has brought the gang's record back and no pod stored before it took a seat."""
+    wait_until(lambda: not any(waiting_pods(cluster)), 60)
+    controller = cluster_wide()
+    place = pool(3, cpu="4", memory="16Gi")
+    names = gang_job(cluster, namespace, place, "trainer", 8)
+    for name in names:
+        cluster.wait_pod(namespace, name, is_running)
+    assert not recorder.placeholder_uids, f"placeholders were created: {sorted(recorder.placeholder_uids)}"
+    seats = [seat_of(cluster, namespace, name) for name in names]
+    assert all(seat is not None and seat == node for seat, node in seats), seats
+    posted(cluster, namespace, "GangStarted")
+    nominations = sum(
+        value
+        for key, value in controller.metrics().items()
+        if key.startswith("yuniplace_api_requests_total{") and 'resource="pods/status"' in key and 'verb="patch"' in key
+    )
+    assert nominations == 0, f"{nominations} nominations though nothing else waited"
+    writes = pod_writes(controller)
+    print(f"\ndirect start, nothing else waiting: {writes:.0f} pod writes for 8 members")
+    # Per member the release of its gate (with its seat); the originator's record twice.
+    assert writes <= 8 + 2, writes
 
 
 def test_with_placeholders_always_the_same_gang_reserves_first(

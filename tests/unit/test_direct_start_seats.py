@@ -118,14 +118,31 @@ class Metrics:
     placeholders_deleted = _Counter()
 
 
-def _started_directly(plan_delete: list[dict[str, Any]]) -> Api:
-    """A gang started directly whose originator, member a, gets the gang's record in the same plan."""
+def _started_directly(
+    plan_delete: list[dict[str, Any]], *, contended: bool = True, clear: bool = False, asked: list[int] | None = None
+) -> Api:
+    """A gang started directly whose originator, member a, gets the gang's record in the same plan;
+    `contended`: whether a pod of another application waits; `clear`: what the seat check says of the
+    seats without nominations (the versions it is asked of go into `asked`)."""
     api = Api()
     a, b = member("a"), member("b")
     swaps = [Swap(pod, None, node, "workers", direct=True) for pod, node in ((a, "n1"), (b, "n2"))]
     record: dict[str, str | None] = {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
     plan = Plan(KEY, AppState.RESERVED, originator=a, swaps=swaps, annotate=record, delete=plan_delete)
-    executor = Executor(api, Store(), None, Metrics(), Landings())  # type: ignore[arg-type]
+
+    def seats_clear(_swaps: Sequence[Swap], version: int) -> bool:
+        (asked if asked is not None else []).append(version)
+        return clear
+
+    executor = Executor(
+        api,  # type: ignore[arg-type]
+        Store(),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        Metrics(),  # type: ignore[arg-type]
+        Landings(),  # type: ignore[arg-type]
+        contended=lambda _key: contended,
+        seats_clear=seats_clear,
+    )
     try:
         executor.apply(plan)
     finally:
@@ -144,6 +161,31 @@ def test_the_gangs_record_is_written_first_when_the_plan_deletes_or_creates_befo
     api = _started_directly([member("old-placeholder")])
     assert api.writes[:2] == ["annotate a", "delete old-placeholder"]
     assert sorted(api.writes[2:]) == ["nominate a", "nominate b", "release a", "release b"]
+
+
+def test_seats_no_other_pod_waits_for_go_without_nominations_once_the_record_is_seen_back() -> None:
+    asked: list[int] = []
+    api = _started_directly([], contended=False, clear=True, asked=asked)
+    assert api.writes[0] == "annotate a" and sorted(api.writes[1:]) == ["release a", "release b"]
+    assert asked == [11]  # the record's version, for the watch to bring back first
+    assert api.annotations["a"] == {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
+
+
+def test_seats_not_seen_clear_are_nominated_after_all() -> None:
+    api = _started_directly([], contended=False, clear=False)
+    assert api.writes[0] == "annotate a"
+    assert sorted(api.writes[1:]) == ["nominate a", "nominate b", "release a", "release b"]
+    assert api.annotations["b"] == {keys.SEAT: "n2"}
+
+
+def test_seats_clear_once_the_watch_brought_the_record_and_nothing_may_take_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("yuniplace.controller.seatcheck.CATCH_UP_S", 0.01)
+    assert checked(view("4"))[0].clear(SEATED, 12)
+    assert not checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12)
+    assert not checked(view("3"))[0].clear(SEATED, 12)  # a seat taken
+    assert not checked(view("4", (ANYWHERE,)))[0].clear(SEATED, 12)  # a pod yet to be tried may take one
 
 
 def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:

@@ -277,11 +277,13 @@ class Executor:
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
         seats_hold: Callable[[p.AppKey, Sequence[Swap], int], bool] = lambda _key, _swaps, _version: True,
+        seats_clear: Callable[[Sequence[Swap], int], bool] = lambda _swaps, _version: False,
         pod_group_status_path: Callable[[PodGroupApi, p.AppKey], str] = status_path,
     ) -> None:
         self._client = client
         self._contended = contended
         self._seats_hold = seats_hold
+        self._seats_clear = seats_clear
         self._pod_group_status_path = pod_group_status_path
         self._store = store
         self._recorder = recorder
@@ -333,12 +335,13 @@ class Executor:
         # Whether the swaps are nominated is known first where the record may ride in a nomination,
         # else only once the plan's other writes are done, as close as may be to the swaps.
         candidate = self._record_carrier(plan)
-        nominated = self._nominates(plan, direct) if candidate is not None else None
+        nominated = self._nominates(plan) if candidate is not None else None
         carrier = candidate if nominated else None
+        recorded: int | None = None  # the version the record was written at, when written on its own
         if plan.annotate and plan.originator is not None and carrier is None:
             # First (or with the originator's nomination: see _record_carrier), so a controller restarted
             # after any later step knows the reservation began.
-            self._annotate(plan.originator, plan.annotate)
+            recorded = self._annotate(plan.originator, plan.annotate)
             progress.count(W.RECORD)
         created = self._each(progress.counting(W.CREATE, self._create, lambda why: why is None), plan.create)
         refusals = [why for why in created if why is not None]
@@ -351,7 +354,12 @@ class Executor:
         pins = plan.pins
         held = False
         if nominated is None:
-            nominated = self._nominates(plan, direct)
+            nominated = self._nominates(plan)
+        if direct and not nominated:
+            # Seats nobody else waits for go without nominations, once the pod watch has brought the
+            # record back (every pod stored before it is known) and none of those took a seat or waits
+            # to be tried for a seat's node; else they are nominated and held as seatcheck.py says.
+            nominated = recorded is None or not self._seats_clear(direct, recorded)
         if nominated:
             # A batch of nominated swaps goes step by step: every nomination, then every placeholder
             # deleted, then every member released. No member is released while a placeholder of its
@@ -398,10 +406,10 @@ class Executor:
         forbidden = next((why for why in kept if why is not None and why.startswith(FORBIDDEN)), None)
         return Refusals(refusals[0] if refusals else None, eviction, held, any(kept), forbidden)
 
-    def _nominates(self, plan: Plan, direct: list[Swap]) -> bool:
-        """Whether the plan's swaps go as a nominated batch: members started directly, or room a swap
-        frees that a pod of another application waits to take."""
-        return bool(direct) or self._contended(plan.key)
+    def _nominates(self, plan: Plan) -> bool:
+        """Whether the plan's swaps go as a nominated batch: room a swap frees, or a seat, that a pod of
+        another application waits to take."""
+        return self._contended(plan.key)
 
     @staticmethod
     def _record_carrier(plan: Plan) -> Swap | None:
@@ -452,11 +460,13 @@ class Executor:
         with contextlib.suppress(NotFound):  # deleted meanwhile
             self._client.patch(self._pod_group_status_path(api, key), {"status": status})
 
-    def _annotate(self, pod: Pod, annotations: dict[str, str | None]) -> None:
+    def _annotate(self, pod: Pod, annotations: dict[str, str | None]) -> int:
+        """Write the annotations; return the version written."""
         updated = self._client.patch(
             _pod_path(pod), {"metadata": {"annotations": annotations}}, decode=watched.PODS.object
         )
         self._store.upsert(updated)
+        return p.resource_version(updated)
 
     def _create(self, manifest: Pod) -> str | None:
         """Create a placeholder; return the API's reason when it refuses to (a ResourceQuota or an

@@ -53,9 +53,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--swap-nomination",
         choices=["auto", "always"],
         default="auto",
-        help="auto (default): nominate a swapped member to its reserved node only while pods of other "
-        "applications wait to be scheduled, else steer it there with a preferred node affinity in the "
-        "same write that releases it; always: nominate every member (one API write more each)",
+        help="auto (default): nominate a swapped member to its reserved node, or a member started directly "
+        "to its seat, only while pods of other applications wait to be scheduled, else steer it there with a "
+        "preferred node affinity in the same write that releases it; always: nominate every member (one API "
+        "write more each)",
     )
     parser.add_argument(
         "--admission",

@@ -146,6 +146,7 @@ class Controller:
             self._landings,
             contended=self._contended,
             seats_hold=self._seat_check.holds,
+            seats_clear=self._seat_check.clear,
             pod_group_status_path=self.pod_groups.status_path,
         )
         path = f"/api/v1/namespaces/{namespace}/pods" if namespace and not admission else "/api/v1/pods"

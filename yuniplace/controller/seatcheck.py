@@ -12,6 +12,12 @@ The hold is short (HOLD_LIMIT_S): a pod created in that moment is tried within m
 taken is not given back by waiting (the pod on it may run for hours, and a gang held gated would be
 stuck). Past it the members are released to kube-scheduler, as they were before there was a check:
 the member whose seat was taken goes wherever there is room, and is told why.
+
+Where no pod of another application waits to be scheduled, the members are not nominated at all
+(`clear`): the gang's record, written first, stands in for the nominations as the write the watch must
+bring back, and the members are released onto their seats, steered, in one write each, if by then no
+pod stored before it took a seat or waits to be tried for a seat's node; else they are nominated after
+all. Without nominations nothing keeps a pod created after that check off a seat.
 """
 
 from __future__ import annotations
@@ -88,6 +94,19 @@ class SeatCheck:
         if taken:
             self._tell_taken([swap for swap in swaps if swap.node in taken])
         return True
+
+    def clear(self, swaps: Sequence[Swap], version: int) -> bool:
+        """Whether members started directly may go to their seats without nominations: once the pod
+        watch has brought every pod stored up to `version` (their gang's record, written just before),
+        none of those took a seat or waits to be tried for a seat's node."""
+        if self._room is None:
+            return True
+        if not self._progress.reached(version, CATCH_UP_S):
+            return False
+        view = self._room()
+        return not view.seats_taken((swap.node, swap.member) for swap in swaps) and not view.contended(
+            {swap.node for swap in swaps}
+        )
 
     def _tell_taken(self, swaps: Sequence[Swap]) -> None:
         """Say, on each member whose seat was taken, why it does not start where it was seated."""
