@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import ssl
+import time
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,27 @@ def test_answers_are_not_held_back_by_nagles_algorithm(certificate: tuple[str, s
         accepted.close()
         client.close()
         listener.server_close()
+
+
+def test_a_kept_connection_outlives_a_pause_longer_than_a_reviews_own_timeout(
+    certificate: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API server keeps an idle connection up to 90 s and may send a review down it at any moment:
+    closed here first, that review fails ("broken pipe") and so does its pod's admission. A review's own
+    timeout is for reading one under way, not for the wait between two."""
+    monkeypatch.setattr(server._Handler, "timeout", 0.2)
+    cert, key, ca = certificate
+    running = server.serve("127.0.0.1:0", cert, key, rewrites={})
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", running.server_address[1], context=ssl.create_default_context(cafile=ca)
+    )
+    try:
+        for _ in range(2):
+            connection.request("POST", "/mutate", json.dumps(REVIEW), {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            assert answer.status == 200 and json.loads(answer.read())["response"]["allowed"]
+            time.sleep(0.5)  # idle for longer than a review's timeout: the pause itself is what is tested
+    finally:
+        connection.close()
+        running.shutdown()
+        running.server_close()

@@ -79,7 +79,11 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    timeout = 10
+    timeout = 10  # a review under way is read, and its answer sent, within this
+    # A kept connection waits this long for its next review: longer than the API server keeps an idle
+    # one (Go's default, 90 s), so it is the API server that closes it. Closed here first, the API server
+    # could send a review down it in the same moment, and fail that pod's admission ("broken pipe").
+    idle_timeout = 120
     wbufsize = -1  # an answer's head and body leave in one write (the handler flushes after each request)
     # Connections kept open between reviews (every answer says its length): the API server sends each
     # pod's review over one it already has, instead of a new TCP connection and TLS handshake per pod.
@@ -88,6 +92,14 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.do_handshake()
+
+    def handle_one_request(self) -> None:
+        self.connection.settimeout(self.idle_timeout)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        self.connection.settimeout(self.timeout)  # the request line came: the rest is read within `timeout`
+        return super().parse_request()
 
     def do_POST(self) -> None:
         """Every request gets an HTTP answer: 400 for anything malformed, so a client (or a prober)
