@@ -37,6 +37,17 @@ def seat_of(cluster: Cluster, namespace: str, name: str) -> tuple[str | None, st
     return (pod["metadata"].get("annotations") or {}).get(keys.SEAT), pod["spec"].get("nodeName")
 
 
+def started_on_seats(cluster: Cluster, namespace: str, recorder: NamespaceRecorder, place: Placement) -> None:
+    """A Job's gang of 8 that fits now runs, every member on the seat admission gave it, no placeholder
+    made."""
+    names = gang_job(cluster, namespace, place, "trainer", 8)
+    for name in names:
+        cluster.wait_pod(namespace, name, is_running)
+    assert not recorder.placeholder_uids, f"placeholders were created: {sorted(recorder.placeholder_uids)}"
+    seats = [seat_of(cluster, namespace, name) for name in names]
+    assert all(seat is not None and seat == node for seat, node in seats), seats
+
+
 def waiting_pods(cluster: Cluster) -> list[str]:
     """The pods of the cluster waiting to be scheduled (pending, ungated, on no node), by name."""
     pods = cluster.client.get("/api/v1/pods", fieldSelector="spec.nodeName=,status.phase=Pending")
@@ -60,13 +71,7 @@ def test_a_gang_whose_pods_all_exist_starts_on_the_nodes_admission_chose(
     recorder: NamespaceRecorder,
     pool: Callable[..., Placement],
 ) -> None:
-    place = pool(3, cpu="4", memory="16Gi")
-    names = gang_job(cluster, namespace, place, "trainer", 8)
-    for name in names:
-        cluster.wait_pod(namespace, name, is_running)
-    assert not recorder.placeholder_uids, f"placeholders were created: {sorted(recorder.placeholder_uids)}"
-    seats = [seat_of(cluster, namespace, name) for name in names]
-    assert all(seat is not None and seat == node for seat, node in seats), seats
+    started_on_seats(cluster, namespace, recorder, pool(3, cpu="4", memory="16Gi"))
     [starting] = posted(cluster, namespace, "GangStarting")  # posted once the gates are off: may trail the run
     assert "all 8 pods exist and the whole gang fits now" in starting["message"], starting
     [started] = wait_until(lambda: events_for(cluster, namespace, "GangStarted"), 30)
@@ -93,13 +98,7 @@ def test_a_controller_that_sees_every_pod_starts_a_gang_nobody_else_waits_for_wi
     watch has brought the gang's record back and no pod stored before it took a seat."""
     wait_until(lambda: not any(waiting_pods(cluster)), 60)
     controller = cluster_wide()
-    place = pool(3, cpu="4", memory="16Gi")
-    names = gang_job(cluster, namespace, place, "trainer", 8)
-    for name in names:
-        cluster.wait_pod(namespace, name, is_running)
-    assert not recorder.placeholder_uids, f"placeholders were created: {sorted(recorder.placeholder_uids)}"
-    seats = [seat_of(cluster, namespace, name) for name in names]
-    assert all(seat is not None and seat == node for seat, node in seats), seats
+    started_on_seats(cluster, namespace, recorder, pool(3, cpu="4", memory="16Gi"))
     posted(cluster, namespace, "GangStarted")
     nominations = sum(
         value
