@@ -319,6 +319,20 @@ def test_a_pools_guarantee_follows_the_devices_drivers_publish_on_its_nodes() ->
     assert gpus not in queues.config().queues["root.demo"].guaranteed and changes == [1, 1, 1]
 
 
+def test_devices_that_cannot_be_counted_leave_the_pools_guaranteed_their_nodes_without_them() -> None:
+    queues, _recorder, _changes = source()
+    devices = DeviceInventory()
+    queues.count_devices(devices)
+
+    def fails() -> dict[str, dict[str, int]]:
+        raise RuntimeError("a fault of yuniplace's own")
+
+    queues._node_devices = fails
+    queues.nodes_changed(nodes(2, labels=DEMO, prefix="d"))
+    queues.pools_changed([pool("demo", DEMO)])
+    assert queues.config().queues["root.demo"].guaranteed["cpu"] == 8000
+
+
 def test_a_bad_pool_edit_is_refused_on_it_and_the_last_good_pools_stay_and_follow_the_nodes() -> None:
     queues, recorder, _changes = source()
     queues.nodes_changed(nodes(2, labels=DEMO, prefix="d"))

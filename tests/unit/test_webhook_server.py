@@ -8,6 +8,7 @@ import socket
 import ssl
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,12 +29,16 @@ def certificate(tmp_path: Path) -> tuple[str, str, str]:
     return str(pair.cert), str(pair.key), str(ca.pair.cert)
 
 
-def test_reviews_are_answered_one_after_another_on_one_kept_connection(certificate: tuple[str, str, str]) -> None:
+def serving(certificate: tuple[str, str, str]) -> tuple[Any, http.client.HTTPSConnection]:
+    """The webhook served on a free port, and a client connection to it that trusts its CA."""
     cert, key, ca = certificate
     running = server.serve("127.0.0.1:0", cert, key, rewrites={})
-    connection = http.client.HTTPSConnection(
-        "127.0.0.1", running.server_address[1], context=ssl.create_default_context(cafile=ca)
-    )
+    context = ssl.create_default_context(cafile=ca)
+    return running, http.client.HTTPSConnection("127.0.0.1", running.server_address[1], context=context)
+
+
+def test_reviews_are_answered_one_after_another_on_one_kept_connection(certificate: tuple[str, str, str]) -> None:
+    running, connection = serving(certificate)
     try:
         for _ in range(3):
             connection.request("POST", "/mutate", json.dumps(REVIEW), {"Content-Type": "application/json"})
@@ -70,11 +75,7 @@ def test_a_kept_connection_outlives_a_pause_longer_than_a_reviews_own_timeout(
     closed here first, that review fails ("broken pipe") and so does its pod's admission. A review's own
     timeout is for reading one under way, not for the wait between two."""
     monkeypatch.setattr(server._Handler, "timeout", 0.2)
-    cert, key, ca = certificate
-    running = server.serve("127.0.0.1:0", cert, key, rewrites={})
-    connection = http.client.HTTPSConnection(
-        "127.0.0.1", running.server_address[1], context=ssl.create_default_context(cafile=ca)
-    )
+    running, connection = serving(certificate)
     try:
         for _ in range(2):
             connection.request("POST", "/mutate", json.dumps(REVIEW), {"Content-Type": "application/json"})

@@ -240,7 +240,12 @@ class QueueSource:
         """The Pools read (under the lock), guaranteed what their nodes hold now."""
         if not pools:
             return read_ai_scheduler_pools([])
-        return read_ai_scheduler_pools(list(pools.values()), list(self._nodes.values()), self._node_devices())
+        try:
+            devices = self._node_devices()
+        except Exception:  # yuniplace's own fault: the Pools are still read, guaranteed their nodes without devices
+            log.exception("the DRA devices of the Pools' nodes cannot be counted; their guarantees leave them out")
+            devices = {}
+        return read_ai_scheduler_pools(list(pools.values()), list(self._nodes.values()), devices)
 
     def _nodes_moved(self) -> None:
         """The nodes changed what they hold (their devices among it) or which Pool they are in: the last
