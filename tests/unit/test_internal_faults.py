@@ -222,6 +222,24 @@ def test_a_fault_applying_a_gangs_plan_holds_it_and_says_what_was_done(world: Wo
     assert plan is not None and plan.state == AppState.RESERVED and not p.is_gated(world.api.pods["a-0"])
 
 
+def test_a_plan_whose_pod_was_deleted_meanwhile_is_dropped_quietly(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """a's pod goes (its namespace deleted, say) after its store last heard of it: its plan's first write
+    finds it gone. No fault of yuniplace's: nothing told or counted, logged without a trace, and b goes on."""
+    world.look()
+    world.admission.turn()
+    del world.api.pods["a-0"]  # the watch has not brought the deletion yet
+    caplog.set_level(logging.INFO)
+    plans = world.look()
+    assert plans[A] is None
+    plan_b = plans[B]
+    assert plan_b is not None and plan_b.state == AppState.RESERVED
+    assert not world.told() and world.faults("apply") == 0
+    dropped = [r for r in caplog.records if "plan of team/a dropped: a pod it writes is gone" in r.getMessage()]
+    assert [(r.levelno, r.exc_info) for r in dropped] == [(logging.INFO, None)]
+
+
 def test_invalid_task_groups_are_the_users_fault_and_fail_a_hard_gang() -> None:
     """Not a fault of yuniplace's: TaskGroupsError, and the gang fails by its style (Hard)."""
     world = World("Hard")

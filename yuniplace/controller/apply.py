@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from yuniplace.controller.faults import PartlyApplied
+from yuniplace.controller.faults import Moot, PartlyApplied
 from yuniplace.controller.landings import Landings
 from yuniplace.controller.plan import Event, Failure, Plan, Swap
 from yuniplace.controller.podgroups import status_path
@@ -308,12 +308,15 @@ class Executor:
         placeholders (a quota, an admission policy), or to evict its pods (a PodDisruptionBudget), for the
         controller to decide what that means. A write that fails stops the plan there: the events of what
         was done are posted, none of the rest, and PartlyApplied says what was done (the gang's next look
-        makes the rest again)."""
+        makes the rest again); Moot where the write found its pod gone (deleted meanwhile)."""
         progress = Progress(plan)
         self._landings.hold(plan.key)  # a member bound meanwhile is told after the plan's own events
         try:
             try:
                 refused = self._write(plan, progress)
+            except NotFound as error:
+                self._announce(plan, progress)
+                raise Moot(progress.said(), error) from error
             except Exception as error:
                 self._announce(plan, progress)
                 raise PartlyApplied(progress.said(), error) from error

@@ -490,9 +490,15 @@ class Controller:
     def process(self, key: p.AppKey) -> Plan | None:
         """One reconcile of the application, as a worker runs it. A fault (of yuniplace's own: what users
         write is validated, and told, before it gets here) is logged with its trace, counted by stage and
-        told once on the gang, which is held as it is and tried again after a backoff; None then."""
+        told once on the gang, which is held as it is and tried again after a backoff; None then. A plan
+        moot by a pod deleted meanwhile is no fault: it is dropped, and the gang looked at again."""
         try:
             plan = self.reconcile(key)
+        except faults.Moot as moot:
+            # Looked at again when the deletion is heard; after a backoff too, should it never be.
+            delay = self.queue.retry(key)
+            log.info("plan of %s dropped: a pod it writes is gone (%s); looked at again in %.1fs", key, moot, delay)
+            return None
         except Exception as error:
             delay = self.queue.retry(key)
             stage = faults.stage_of(error)

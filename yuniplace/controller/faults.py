@@ -43,12 +43,24 @@ class PartlyApplied(Exception):
         self.error = error
 
 
+class Moot(Exception):
+    """A plan's write found its pod gone (`error`, also its __cause__; `done` as PartlyApplied's): the plan
+    rested on a pod deleted since the store last heard of it, and nothing is at fault. The deletion's own
+    event brings the gang's next look, which plans from what is left."""
+
+    def __init__(self, done: str, error: BaseException) -> None:
+        super().__init__(f"{done}: {error}")
+        self.done = done
+        self.error = error
+
+
 @contextlib.contextmanager
 def at(stage: str) -> Iterator[None]:
-    """Whatever fails within is a fault met at `stage` (a fault already placed keeps its stage)."""
+    """Whatever fails within is a fault met at `stage` (a fault already placed keeps its stage; a moot
+    plan is none)."""
     try:
         yield
-    except InternalError:
+    except (InternalError, Moot):
         raise
     except Exception as error:
         raise InternalError(stage, error) from error
