@@ -248,6 +248,8 @@ def _results() -> list[dict[str, Any]]:
     for row in rows:
         row.update(pod_writes_per_member=1.0, event_writes_per_member=0.1, controller_cpu_s=0.1, native_s=0.3)
     rows[0]["runs_yuniplace_s"] = [0.3, 0.28, 0.41]
+    rows[0]["phases_yuniplace"] = {"all_seen_s": 0.1, "first_free_s": 0.2, "last_free_s": 0.25, "last_bound_s": 0.3}
+    rows[0]["phases_native"] = {"all_seen_s": 0.05, "first_bound_s": 0.2, "last_bound_s": 0.3}
     figures = {"p50_s": 0.2, "p95_s": 0.3, "p99_s": 0.4, "pods_per_s": 50.0}
     shipped = yaml.safe_load(SHIPPED)
     settings = kq.configuration(shipped, webhook_port=1, cert_dir=Path("/c"), metrics_port=2, health_port=3)
@@ -293,6 +295,10 @@ def test_the_report_shows_every_peer_beside_yuniplace_with_the_runs_range() -> N
     assert "| Kueue as it ships, s | yuniplace / it | Kueue, client at the control plane's rate, s |" in gangs
     assert "| 10 | 0.2 | 0.3 (0.28–0.41) | 1.5 | 0.6 | 0.50 | 0.4 | 0.75 | 0.3 | 1.00 |" in gangs
     assert "| 50 | 1.0 | 1.5 | 1.5 | 1.2 | 1.25 | 2.0 | 0.75 | 0.3 | 5.00 |" in gangs
+    # Where the time went: each peer's moments, "-" for one it does not have (the gang plugin gates nothing).
+    assert "| 10 | yuniplace | 0.1 | 0.2 | 0.25 | - | 0.3 |" in gangs
+    assert "| 10 | kube-scheduler's gang plugin | 0.05 | - | - | 0.2 | 0.3 |" in gangs
+    assert "| 50 |" not in gangs.split("Where the time went")[1]  # no phases measured for it
     arrivals = report.arrivals_table(results[1])
     assert "(median of 2, the runs' range in brackets)" in arrivals
     assert "| Kueue as it ships | 0.5 (0.4–0.6) | 0.3 (0.3–0.3) | 0.9 (0.9–0.9) | 50.0 (50.0–50.0) |" in arrivals

@@ -124,3 +124,32 @@ def test_yunikorns_client_rate_is_read_from_its_module(tmp_path: Path) -> None:
     source.write_text("const DefaultKubeQPS = 5\n")
     with pytest.raises(RuntimeError, match="no default client burst"):
         yunikorn_client(tmp_path)
+
+
+def test_a_gangs_phases_say_when_its_pods_were_all_seen_freed_and_bound() -> None:
+    story: list[dict[str, Any]] = [
+        {"pod": "a", "seen_ms": 0.0, "gated": True, "free_ms": 300.0, "bound_ms": 320.0},
+        {"pod": "b", "seen_ms": 40.0, "gated": True, "free_ms": 310.0, "bound_ms": 400.0},
+    ]
+    assert peers.phases(story) == {
+        "all_seen_s": 0.04,
+        "first_free_s": 0.3,
+        "last_free_s": 0.31,
+        "first_bound_s": 0.32,
+        "last_bound_s": 0.4,
+    }
+    # A peer that gates no pod has no gate lifted: its pods' "free" moment is their creation.
+    ungated = [{**pod, "gated": False, "free_ms": pod["seen_ms"]} for pod in story]
+    assert peers.phases(ungated) == {"all_seen_s": 0.04, "first_bound_s": 0.32, "last_bound_s": 0.4}
+
+
+def test_each_rows_phases_are_medians_over_the_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    def time_to_bound(_cluster: object, namespace: str, *_args: Any, **_kwargs: Any) -> Run:
+        repeat = float(namespace.rsplit("-", 1)[1])
+        story = [{"pod": "a", "seen_ms": 0.0, "gated": False, "free_ms": 0.0, "bound_ms": 1000.0 * (repeat + 1)}]
+        return Run(repeat + 1, {}, story)
+
+    monkeypatch.setattr(peers, "time_to_bound", time_to_bound)
+    measured = peers.measure(object(), _lineup([]), [10], 3)  # type: ignore[arg-type]  # faked runs
+    [row] = measured["rows"]
+    assert row["phases_kueue"] == {"all_seen_s": 0.0, "first_bound_s": 2.0, "last_bound_s": 2.0}

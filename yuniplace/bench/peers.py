@@ -79,6 +79,7 @@ class _Turns:
     for yuniplace what its controller spent."""
 
     seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    phases: dict[str, dict[int, list[dict[str, float]]]] = field(default_factory=dict)
     cpu_by_process: dict[str, dict[int, list[dict[str, float]]]] = field(default_factory=dict)
     writes: dict[str, dict[int, list[tuple[float, float]]]] = field(default_factory=dict)
     controller_cpu: dict[str, dict[int, list[float]]] = field(default_factory=dict)
@@ -97,6 +98,28 @@ def _cpu_now(cluster: LocalCluster, controller: ControllerUnderTest | None) -> d
     if controller is not None:
         used["yuniplace"] = controller.cpu_seconds()
     return used
+
+
+def phases(story: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Where one gang's time went, in seconds from its first pod's creation: when the watch had seen every
+    pod (their creations, through any webhook), the first and last gate lifted (for a peer that gates),
+    and the first and last pod bound. A peer slower than another is slower somewhere in these."""
+
+    def moments(name: str) -> list[float]:
+        return [float(pod[name]) / 1000 for pod in story if pod.get(name) is not None]
+
+    found: dict[str, float] = {}
+    for figure, name, pick in (
+        ("all_seen_s", "seen_ms", max),
+        ("first_free_s", "free_ms", min),
+        ("last_free_s", "free_ms", max),
+        ("first_bound_s", "bound_ms", min),
+        ("last_bound_s", "bound_ms", max),
+    ):
+        at = moments(name)
+        if at and (name != "free_ms" or any(pod.get("gated") for pod in story)):
+            found[figure] = round(pick(at), 3)
+    return found
 
 
 def _landed(controller: ControllerUnderTest) -> float:
@@ -127,6 +150,7 @@ def _gang(
             setup=lambda namespace: peer.setup(cluster, namespace),
         )
         turns.add(turns.seconds, peer, members, run.seconds)
+        turns.add(turns.phases, peer, members, phases(run.story))
         if sampled:
             turns.add(turns.cpu_by_process, peer, members, run.cpu)
         return
@@ -151,6 +175,7 @@ def _gang(
     after = controller.writes()
     delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     turns.add(turns.seconds, peer, members, run.seconds)
+    turns.add(turns.phases, peer, members, phases(run.story))
     turns.add(turns.cpu_by_process, peer, members, run.cpu)
     turns.add(
         turns.writes, peer, members, (delta.get("pods", 0.0) + delta.get("pods/status", 0.0), delta.get("events", 0.0))
@@ -246,6 +271,9 @@ def _row(turns: _Turns, members: int) -> dict[str, Any]:
         runs = by_size[members]
         row[f"{key}_s"] = _median(runs)
         row[f"runs_{key}_s"] = [round(run, 2) for run in runs]
+        found = [figures for figures in turns.phases.get(key, {}).get(members, []) if figures]
+        if found:
+            row[f"phases_{key}"] = _median_by_name(found)
     if "yuniplace_s" in row and "baseline_s" in row:
         row["ratio"] = round(row["yuniplace_s"] / row["baseline_s"], 2)
     writes = turns.writes.get("yuniplace", {}).get(members)
