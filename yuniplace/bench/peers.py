@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from yuniplace.bench.chartrun import ChartRun
+from yuniplace.bench.gatefloor import GateLifter, floor_gang
 from yuniplace.bench.kueue import KueueManager, kueue_gang, managed_namespace
 from yuniplace.bench.scenarios import Pods, arrivals, native_gang, time_to_bound
 from yuniplace.bench.subjects import (
@@ -36,6 +37,7 @@ from yuniplace.localcluster.components import CLIENT_BURST, CLIENT_QPS
 # Each run's figures under arrivals, as scenarios.arrivals reports them.
 ARRIVAL_FIGURES = ("p50_s", "p95_s", "p99_s", "pods_per_s", "reaction_ms_p50", "reaction_ms_p95")
 LANDED = ("GangStarted", "PlaceholderSwapped")  # the events saying a task group's members have landed
+FLOOR_LABEL = "gates lifted by a bare lifter (the floor of gating)"
 # The client rate kube-scheduler and kube-controller-manager run with here, given to a peer's second row.
 CONTROL_PLANE_CLIENT = {"qps": CLIENT_QPS, "burst": CLIENT_BURST}
 
@@ -307,6 +309,11 @@ def yuniplace_peer(chart: ChartRun, controller: Callable[[], ControllerUnderTest
     )
 
 
+def floor_peer(cluster: LocalCluster) -> Peer:
+    """The same pods held by a gate in their manifests and lifted by a bare lifter (gatefloor.py)."""
+    return Peer("floor", FLOOR_LABEL, "floor", floor_gang, running=lambda: GateLifter(cluster))
+
+
 def lineup(
     cluster: LocalCluster,
     chart: ChartRun,
@@ -319,8 +326,9 @@ def lineup(
     log_dir: Path,
 ) -> list[Peer]:
     """The peers of scenarios 1 and 2, in the order of the first repeat: plain pods, yuniplace, the gang
-    plugin (where the cluster serves the Workload API), Kueue as it ships and with its client at the
-    control plane's rate (where it is built), YuniKorn (where it is built)."""
+    plugin (where the cluster serves the Workload API), the floor of gating (gatefloor.py), Kueue as it
+    ships and with its client at the control plane's rate (where it is built), YuniKorn (where it is
+    built)."""
     peers = [plain_peer(), yuniplace_peer(chart, controller)]
     if served is not None:
         peers.append(
@@ -332,6 +340,7 @@ def lineup(
                 objects=lambda name, members: native_gang(served, name, members)[0],
             )
         )
+    peers.append(floor_peer(cluster))
     if kueue_build is not None:
         for key, label, prefix, client in (
             ("kueue", "Kueue as it ships", "kueue", None),

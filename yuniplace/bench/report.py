@@ -51,6 +51,7 @@ GANG_PEERS = (
     ("kueue", "Kueue as it ships"),
     ("kueue_fast", "Kueue, client at the control plane's rate"),
     ("native", "kube-scheduler's gang plugin"),
+    ("floor", "gates lifted by a bare lifter"),
 )
 
 
@@ -121,6 +122,12 @@ def gang_size_table(result: dict[str, Any]) -> str:
         + (
             "; kube-scheduler's own gang plugin binds the same pods as one native pod group (the Workload API)"
             if "native" in named
+            else ""
+        )
+        + (
+            "; the floor of gating: the same pods made with a gate, each lifted by the bench in one write the "
+            "moment all exist, nothing decided and no webhook (what any controller holding a gang with a gate pays)"
+            if "floor" in named
             else ""
         )
         + (
@@ -195,6 +202,7 @@ ARRIVAL_PEERS = (
     ("baseline", "plain kube-scheduler"),
     ("yuniplace", "yuniplace"),
     ("native", "kube-scheduler's gang plugin"),
+    ("floor", "gates lifted by a bare lifter"),
     ("kueue", "Kueue as it ships"),
     ("kueue_fast", "Kueue, client at the control plane's rate"),
     ("yunikorn", "YuniKorn"),
@@ -308,6 +316,7 @@ GANG_LINES: tuple[tuple[str, str, Callable[[dict[str, Any]], float | None]], ...
     ("Kueue pod group, as it ships", "D", lambda row: row.get("kueue_s")),
     ("Kueue pod group, client at the control plane's rate", "d", lambda row: row.get("kueue_fast_s")),
     ("kube-scheduler's gang plugin", "x", lambda row: row.get("native_s")),
+    ("gates lifted by a bare lifter (the floor of gating)", "+", lambda row: row.get("floor_s")),
 )
 
 
@@ -667,6 +676,10 @@ def peers_table(result: dict[str, Any]) -> str:
             "its chart's controller, arguments "
             + " ".join(f"`{arg}`" for arg in g["args"])
             + "; its pods gated by the chart's webhook, served in the controller's process"
+        ),
+        "floor": lambda _given: (
+            "the same pods, made with a scheduling gate; the bench lifts each gate by one write the moment it has "
+            "seen every member (no webhook, nothing decided): the floor of holding a gang with a gate"
         ),
         "kueue": _kueue_given,
         "kueue_fast": _kueue_given,
