@@ -359,3 +359,16 @@ def test_the_gang_chart_draws_every_peer_the_run_measured_at_every_size() -> Non
     # A peer missing at one size is left out rather than drawn in part.
     del rows[-1]["kueue_s"]
     assert "Kueue pod group, as it ships" not in [label for label, _, _ in report.gang_lines(rows)]
+
+
+def test_the_cpu_table_shows_the_floor_of_gating_beside_plain_and_yuniplace() -> None:
+    plain = {"kube-apiserver": 1.0, "kube-scheduler": 0.5}
+    row = {
+        "members": 100,
+        "cpu_by_process_plain": plain,
+        "cpu_by_process": {**plain, "kube-apiserver": 2.5, "yuniplace": 1.0},
+        "cpu_by_process_floor": {**plain, "kube-apiserver": 1.5},
+    }
+    table = report.cpu_table({"rows": [row], "repeats": 3})
+    assert "| gates lifted by a bare lifter | 1.5 | 0.5 | 0.0 | 2.0 |" in table
+    assert "| yuniplace | 2.5 | 0.5 | 1.0 | 4.0 |" in table

@@ -136,7 +136,7 @@ def _gang(
     name = f"{peer.prefix}-{members}-{repeat}"
     timeout_s = max(120.0, members * 0.5)
     controller = process if isinstance(process, ControllerUnderTest) else None
-    sampled = controller is not None or peer.key == "baseline"
+    sampled = controller is not None or peer.key in ("baseline", "floor")
 
     def sample() -> dict[str, float]:
         return _cpu_now(cluster, controller)
@@ -286,7 +286,11 @@ def _row(turns: _Turns, members: int) -> dict[str, Any]:
         row["controller_peak_rss_mib"] = round(turns.peak_rss["yuniplace"][members] / 2**20)
     # CPU seconds of each process from the first pod's creation to the last one bound (median over the
     # repeats): which component took the cores, for plain pods and for the gang.
-    for key, name in (("baseline", "cpu_by_process_plain"), ("yuniplace", "cpu_by_process")):
+    for key, name in (
+        ("baseline", "cpu_by_process_plain"),
+        ("yuniplace", "cpu_by_process"),
+        ("floor", "cpu_by_process_floor"),
+    ):
         if members in turns.cpu_by_process.get(key, {}):
             row[name] = _median_by_name(turns.cpu_by_process[key][members])
     return row

@@ -182,6 +182,8 @@ def cpu_table(result: dict[str, Any]) -> str:
     paths = [("plain kube-scheduler", largest["cpu_by_process_plain"]), ("yuniplace", largest["cpu_by_process"])]
     if "placeholders" in largest:
         paths.append(("yuniplace, placeholders always", largest["placeholders"]["cpu_by_process"]))
+    if "cpu_by_process_floor" in largest:
+        paths.append(("gates lifted by a bare lifter", largest["cpu_by_process_floor"]))
     names = list(largest["cpu_by_process"])
     lines = [
         f"CPU seconds per process from the first pod's creation to the last bound, one gang of {largest['members']} "
