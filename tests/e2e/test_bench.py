@@ -50,12 +50,19 @@ def test_quick_benchmark_reports_every_scenario(cluster: Cluster, tmp_path: Path
     # Every peer of the quick run took its turn (Kueue and YuniKorn are left out of it); yuniplace ran as
     # its chart runs it, at its defaults, its pods gated by its webhook.
     peers = results["peers"]
-    assert peers["orders"] == [["baseline", "yuniplace", "native"]], peers["orders"]
+    assert peers["orders"] == [["baseline", "yuniplace", "native", "floor"]], peers["orders"]
     assert (
         "--workers=4" in peers["given"]["yuniplace"]["args"] and "--leader-elect" in peers["given"]["yuniplace"]["args"]
     )
-    assert all(row["native_s"] > 0 for row in results["gang-size"]["rows"])
-    assert results["arrivals"]["native"]["p50_s"] > 0
+    assert all(row["native_s"] > 0 and row["floor_s"] > 0 for row in results["gang-size"]["rows"])
+    assert results["arrivals"]["native"]["p50_s"] > 0 and results["arrivals"]["floor"]["p50_s"] > 0
+    # Where each gang's time went: the floor's gates were lifted only once every pod was seen, and before
+    # its last pod was bound; the gang plugin gates nothing.
+    for row in results["gang-size"]["rows"]:
+        floor = row["phases_floor"]
+        assert floor["all_seen_s"] <= floor["first_free_s"] <= floor["last_free_s"] <= floor["last_bound_s"], floor
+        assert "first_free_s" not in row["phases_native"] and row["phases_yuniplace"]["last_bound_s"] > 0
+        assert row["cpu_by_process_floor"]["kube-apiserver"] > 0
     # Native gangs admitted by yuniplace (the bench cluster serves the Workload API), beside the plugin alone.
     assert all(row["native_admitted_s"] > 0 and row["native_alone_s"] > 0 for row in results["gang-size"]["rows"])
     assert results["contention"]["stuck"] == 0 and results["contention"]["swapped"] > 0
