@@ -38,6 +38,15 @@ from yuniplace.localcluster.components import CLIENT_BURST, CLIENT_QPS
 ARRIVAL_FIGURES = ("p50_s", "p95_s", "p99_s", "pods_per_s", "reaction_ms_p50", "reaction_ms_p95")
 LANDED = ("GangStarted", "PlaceholderSwapped")  # the events saying a task group's members have landed
 FLOOR_LABEL = "gates lifted by a bare lifter (the floor of gating)"
+# Where a gang's time went, in the order it goes: each figure, the moment of the pods' story it is read
+# from (PodTimeline.story), which pod's moment (the first or the last), and its heading in the report.
+PHASES: tuple[tuple[str, str, Callable[[Sequence[float]], float], str], ...] = (
+    ("all_seen_s", "seen_ms", max, "every pod seen"),
+    ("first_free_s", "free_ms", min, "first gate lifted"),
+    ("last_free_s", "free_ms", max, "last gate lifted"),
+    ("first_bound_s", "bound_ms", min, "first bound"),
+    ("last_bound_s", "bound_ms", max, "last bound"),
+)
 # The client rate kube-scheduler and kube-controller-manager run with here, given to a peer's second row.
 CONTROL_PLANE_CLIENT = {"qps": CLIENT_QPS, "burst": CLIENT_BURST}
 
@@ -111,13 +120,7 @@ def phases(story: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         return [float(pod[name]) / 1000 for pod in story if pod.get(name) is not None]
 
     found: dict[str, float] = {}
-    for figure, name, pick in (
-        ("all_seen_s", "seen_ms", max),
-        ("first_free_s", "free_ms", min),
-        ("last_free_s", "free_ms", max),
-        ("first_bound_s", "bound_ms", min),
-        ("last_bound_s", "bound_ms", max),
-    ):
+    for figure, name, pick, _heading in PHASES:
         at = moments(name)
         if at and (name != "free_ms" or any(pod.get("gated") for pod in story)):
             found[figure] = round(pick(at), 3)

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 
 from yuniplace.bench import profile
 from yuniplace.bench.campaignreport import faults_table, kind_faults_table, soak_chart, soak_table
+from yuniplace.bench.peers import PHASES
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -142,16 +143,6 @@ def gang_size_table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n" + cpu_table(result) + phases_table(result)
 
 
-# Where a gang's time went (peers.phases), in the order it goes.
-PHASES = (
-    ("all_seen_s", "every pod seen"),
-    ("first_free_s", "first gate lifted"),
-    ("last_free_s", "last gate lifted"),
-    ("first_bound_s", "first bound"),
-    ("last_bound_s", "last bound"),
-)
-
-
 def phases_table(result: dict[str, Any]) -> str:
     """Where each peer's gang spent its time: seconds from the first pod's creation to each moment (a
     peer that gates no pod has no gate lifted)."""
@@ -161,14 +152,14 @@ def phases_table(result: dict[str, Any]) -> str:
         "Where the time went: seconds from the first pod's creation, as the bench's pod watch saw each moment "
         f"(median of {result['repeats']}):",
         "",
-        "| M | | " + " | ".join(name for _, name in PHASES) + " |",
+        "| M | | " + " | ".join(heading for *_, heading in PHASES) + " |",
         "| ---: | --- |" + " ---: |" * len(PHASES),
     ]
     for row in result["rows"]:
         for key, label in labels.items():
             found = row.get(f"phases_{key}")
             if found:
-                cells = " | ".join(str(found.get(name, "-")) for name, _ in PHASES)
+                cells = " | ".join(str(found.get(figure, "-")) for figure, *_ in PHASES)
                 lines.append(f"| {row['members']} | {label} | {cells} |")
     return "\n".join(lines) + "\n" if len(lines) > 5 else ""
 
