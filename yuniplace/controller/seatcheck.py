@@ -41,21 +41,41 @@ CATCH_UP_S = 2.0
 
 
 class WatchProgress:
-    """The newest resourceVersion the pod watch has brought: every pod written before it is known."""
+    """The newest resourceVersion the pod watch has brought: every pod written before it is known.
+
+    The watch moves it on every pod event (scores a second in a busy cluster) while a waiter wants one
+    version: each waiter is woken once, when its version is reached, not by every event on the way
+    (a wake-up each event had the waiting workers and the watch's thread take turns for the GIL)."""
 
     def __init__(self) -> None:
         self._version = 0
-        self._moved = threading.Condition()
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[int, threading.Event]] = []
 
     def saw(self, version: int) -> None:
-        with self._moved:
-            if version > self._version:
-                self._version = version
-                self._moved.notify_all()
+        with self._lock:
+            if version <= self._version:
+                return
+            self._version = version
+            if not self._waiters:
+                return
+            reached = [done for wanted, done in self._waiters if wanted <= version]
+            self._waiters = [(wanted, done) for wanted, done in self._waiters if wanted > version]
+        for done in reached:
+            done.set()
 
     def reached(self, version: int, timeout_s: float) -> bool:
-        with self._moved:
-            return self._moved.wait_for(lambda: self._version >= version, timeout_s)
+        waiter = (version, threading.Event())
+        with self._lock:
+            if self._version >= version:
+                return True
+            self._waiters.append(waiter)
+        if waiter[1].wait(timeout_s):
+            return True
+        with self._lock:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            return self._version >= version
 
 
 class SeatCheck:
