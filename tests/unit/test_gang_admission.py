@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from tests import builders
-from yuniplace.admission.cycle import Admission, Queues
+from yuniplace.admission.cycle import COALESCE_S, Admission, Queues
 from yuniplace.admission.decision import AdmissionRules
 from yuniplace.admission.tickets import Granted, Ticket, Undecided, Waiting
 from yuniplace.controller.queuesource import QueueSource
@@ -332,3 +333,38 @@ def test_a_gang_restarted_whole_is_decided_anew_not_given_its_last_attempts_seat
     assert isinstance(ticket, Granted) and ticket.seats, ticket
     assert seat_node not in ticket.seats_of("workers"), ticket
     assert p.AppKey(NS, "a") in world.woken
+
+
+class _Stop:
+    """The loop's stop signal, recording each pause the loop takes before a cycle; it stops the loop
+    after `cycles` pauses."""
+
+    def __init__(self, cycles: int) -> None:
+        self.pauses: list[float] = []
+        self._cycles = cycles
+
+    def is_set(self) -> bool:
+        return len(self.pauses) >= self._cycles
+
+    def wait(self, timeout: float) -> bool:
+        self.pauses.append(timeout)
+        return self.is_set()
+
+
+def test_cycles_are_paced_by_the_cpu_they_use_not_by_the_time_they_waited() -> None:
+    """A cycle held up (here: waiting 0.3 s, as one waits for the GIL behind the webhook and the watch
+    in a busy controller) but doing little delays the next cycle by no more than the little it did."""
+    world = World(ten_slots(), [])
+    held_up = threading.Event()
+
+    def slow_turn() -> bool:
+        held_up.wait(0.3)
+        world.admission._due.set()  # something changed meanwhile: the loop decides again
+        return True
+
+    world.admission.turn = slow_turn  # type: ignore[method-assign]
+    world.admission._due.set()
+    stop = _Stop(cycles=2)
+    world.admission.run(stop)  # type: ignore[arg-type]
+    assert stop.pauses[0] == COALESCE_S
+    assert stop.pauses[1] < 0.3 / 2, stop.pauses

@@ -175,10 +175,13 @@ class Admission:
 
     def run(self, stop: threading.Event) -> None:
         """Decide again as soon as something changed or a head's claim runs out. A burst of changes (a
-        gang's pods leaving together) is coalesced for COALESCE_S, and cycles are paced by their own
-        cost (after a cycle of t seconds, the next waits at least t), so admission keeps up with a
-        busy cluster without ever taking more than half a core. A failed cycle is logged and the next
-        one tried: this thread serves every tenant and must never end while the controller runs."""
+        gang's pods leaving together) is coalesced for COALESCE_S, and cycles are paced by the CPU
+        they used (after a cycle that used t seconds of CPU, the next waits at least t), so admission
+        keeps up with a busy cluster without ever taking more than half a core. Its CPU, not the time
+        it took: a cycle that waited for the GIL behind the webhook and the watch took far longer
+        than it worked, and a pause as long would have kept every gang arrived meanwhile waiting twice
+        over. A failed cycle is logged and the next one tried: this thread serves every tenant and
+        must never end while the controller runs."""
         cost = 0.0
         while not stop.is_set():
             lapse = self._next_cycle_at
@@ -187,13 +190,13 @@ class Admission:
                 continue
             if stop.wait(max(COALESCE_S, cost)):
                 return
-            started = time.monotonic()
+            started = time.thread_time()
             try:
                 self.turn()
             except Exception:
                 log.exception("admission cycle failed; deciding again on the next change")
                 self._due.set()
-            cost = time.monotonic() - started
+            cost = time.thread_time() - started
 
     def turn(self) -> bool:
         """One turn of the loop: a cycle, if something changed since the last one (room freed, a queue
