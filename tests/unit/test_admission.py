@@ -26,6 +26,12 @@ def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None
     )
 
 
+def update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    answer = review(new, operation="UPDATE")
+    answer["request"]["oldObject"] = old
+    return answer
+
+
 def patch_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
     response = answer["response"]
     return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
@@ -58,13 +64,22 @@ def test_already_gated_pod_is_not_patched() -> None:
 def test_pods_it_does_not_concern_are_untouched(subject: dict[str, Any]) -> None:
     answer = mutate(review(subject))
     assert answer["response"]["allowed"] and "patch" not in answer["response"]
-    assert validate(review(subject))["response"]["allowed"]
+    assert validate(update(subject, subject))["response"]["allowed"]
 
 
-def test_updates_and_other_kinds_pass() -> None:
+def test_updates_without_their_old_object_and_other_kinds_pass() -> None:
     gang = pod({keys.TASK_GROUPS: "not json"})
     assert validate(review(gang, operation="UPDATE"))["response"]["allowed"]
-    assert validate(review(gang, kind="ConfigMap"))["response"]["allowed"]
+    assert validate(review(gang, kind="ConfigMap", operation="UPDATE"))["response"]["allowed"]
+    assert mutate(review(gang, kind="ConfigMap"))["response"]["allowed"]
+
+
+def test_a_creation_is_decided_by_the_mutating_webhook_alone() -> None:
+    """Every gang pod is reviewed once at creation: the validating webhook is not asked then (the chart
+    sends it updates only), and what it would have denied, the mutating one denies."""
+    gang = pod({keys.TASK_GROUPS: "not json"})
+    assert mutate(review(gang))["response"]["allowed"] is False
+    assert validate(review(gang))["response"]["allowed"]
 
 
 def test_scheduler_name_rewritten_only_when_asked() -> None:
@@ -90,26 +105,29 @@ def test_scheduler_name_rewritten_only_when_asked() -> None:
     ],
 )
 def test_invalid_gang_annotations_are_denied_with_the_field(annotations: dict[str, str], expected: str) -> None:
-    answer = validate(review(pod(annotations)))["response"]
+    answer = mutate(review(pod(annotations)))["response"]
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 400
     assert answer["status"]["message"].startswith("yuniplace: pod p has invalid gang annotations: ")
     assert expected in answer["status"]["message"]
+    assert "patch" not in answer
 
 
 def test_valid_gang_pod_is_allowed() -> None:
-    assert validate(review(pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})))["response"]["allowed"]
+    assert mutate(review(pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"})))["response"]["allowed"]
 
 
 def test_pods_for_another_scheduler_are_left_to_it() -> None:
     subject = pod({keys.TASK_GROUPS: "not even json", keys.TASK_GROUP_NAME: "workers"}, schedulerName="yunikorn")
-    assert patch_of(mutate(review(subject))) == []
-    assert validate(review(subject))["response"]["allowed"]
-    # Rewritten to the default scheduler, it becomes ours and is gated.
-    ops = patch_of(mutate(review(subject), rewrite_scheduler_name=True))
+    answer = mutate(review(subject))
+    assert answer["response"]["allowed"] and patch_of(answer) == []
+    # Rewritten to the default scheduler, it becomes ours: gated, or denied when its annotations cannot be used.
+    usable = pod({keys.TASK_GROUPS: GROUPS, keys.TASK_GROUP_NAME: "workers"}, schedulerName="yunikorn")
+    ops = patch_of(mutate(review(usable), rewrite_scheduler_name=True))
     assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in ops
+    assert mutate(review(subject), rewrite_scheduler_name=True)["response"]["allowed"] is False
     # And a scheduler named in the configuration is served too.
-    assert patch_of(mutate(review(subject), schedulers=frozenset({"yunikorn"})))
+    assert patch_of(mutate(review(usable), schedulers=frozenset({"yunikorn"})))
 
 
 @pytest.mark.parametrize(
@@ -122,10 +140,9 @@ def test_pods_for_another_scheduler_are_left_to_it() -> None:
 )
 def test_pods_of_other_gang_dialects_are_gated(annotations: dict[str, str], labels: dict[str, str]) -> None:
     subject = pod(annotations, labels, containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}])
-    assert patch_of(mutate(review(subject))) == [
-        {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}
-    ]
-    assert validate(review(subject))["response"]["allowed"]
+    answer = mutate(review(subject))
+    assert answer["response"]["allowed"]
+    assert patch_of(answer) == [{"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}]
 
 
 def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
@@ -134,14 +151,8 @@ def test_bad_dialect_labels_are_denied_naming_the_label() -> None:
         {coscheduling.NAME: "mpi", coscheduling.MIN_AVAILABLE: "-1"},
         containers=[{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
     )
-    answer = validate(review(subject))["response"]
+    answer = mutate(review(subject))["response"]
     assert not answer["allowed"] and "pod-group.scheduling.sigs.k8s.io/min-available" in answer["status"]["message"]
-
-
-def update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    answer = review(new, operation="UPDATE")
-    answer["request"]["oldObject"] = old
-    return answer
 
 
 def test_an_edit_that_makes_the_annotations_unusable_is_denied_naming_the_key() -> None:

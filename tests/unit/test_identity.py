@@ -123,7 +123,7 @@ def test_a_pod_a_user_creates_is_recorded_as_that_user(annotations: dict[str, st
     stored = apply(subject, mutate(review(subject, ALICE)))
     assert recorded(stored) == UserInfo("alice", ("devs", "system:authenticated"))
     assert stored["spec"]["schedulingGates"] == [{"name": keys.GATE}]
-    assert validate(review(stored, ALICE))["response"]["allowed"]
+    assert validate(review(stored, ALICE, "UPDATE", old=stored))["response"]["allowed"]
 
 
 def test_a_pod_the_job_controller_creates_keeps_its_templates_record() -> None:

@@ -3,9 +3,15 @@ without a server.
 
 The apiserver only calls the webhook for pods with gang annotations, and for workloads whose pod
 template has them (the chart's matchConditions), but the decisions check it again: a pod or workload
-that is not a gang's is always allowed, untouched. The mutating webhook sees pod creations and workload
-creations and updates (the requester's record, webhook/identity.py); the validating one sees pod
-updates too, because the annotations yuniplace reads can be edited on a running pod (`kubectl annotate`).
+that is not a gang's is always allowed, untouched. The mutating webhook sees pod creations (it gates
+the pod, records its requester, webhook/identity.py, and denies gang annotations yuniplace cannot use)
+and workload creations and updates (the requester's record); the validating one sees pod updates,
+because the annotations yuniplace reads can be edited on a running pod (`kubectl annotate`).
+
+A pod's creation is decided by the mutating webhook alone, as YuniKorn's admission controller does:
+a second review of every gang pod at creation doubled the time the API server took to create a large
+gang. What a mutating webhook ordered after this one might write into a pod's gang annotations is
+read by the controller as any other input, and an unusable gang is told there (TaskGroupsError).
 """
 
 from __future__ import annotations
@@ -181,12 +187,14 @@ def mutate(
     trust: Trust = DEFAULT_TRUST,
     hold_native: bool = False,
     admitted: Callable[[Mapping[str, Any]], bool] = lambda _pod: False,
+    limits: Limits = Limits(),
 ) -> dict[str, Any]:
-    """Gate a gang pod and record who created it; record who created a gang workload on its pod
-    template; rewrite the schedulerName of a scheduler whose pods are taken over when asked. Pods of
-    native pod groups are gang pods only with `hold_native` (the webhook for them); of those, a member
-    of a gang its queue has admitted already (`admitted`, where the webhook serves in the controller's
-    process) is not gated: the gang plugin holds it with the rest."""
+    """Gate a gang pod and record who created it, or deny it when its gang annotations cannot be used;
+    record who created a gang workload on its pod template; rewrite the schedulerName of a scheduler
+    whose pods are taken over when asked. Pods of native pod groups are gang pods only with
+    `hold_native` (the webhook for them); of those, a member of a gang its queue has admitted already
+    (`admitted`, where the webhook serves in the controller's process) is not gated: the gang plugin
+    holds it with the rest."""
     request = review.get("request") or {}
     kind = request.get("kind") or {}
     path = identity.TEMPLATES.get((str(kind.get("group")), str(kind.get("kind"))))
@@ -200,6 +208,9 @@ def mutate(
     if rewritten is not None:
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
         pod = rewritten
+    problem = problems_of(pod, limits, schedulers)
+    if problem is not None:
+        return _invalid(review, pod, problem)
     spec = pod.get("spec") or {}
     # Told once, by the webhook every gang pod goes through, whether or not native gangs are held.
     warnings = [] if hold_native else native_warnings(pod)
@@ -270,14 +281,14 @@ def validate(
     schedulers: frozenset[str] = p.DEFAULT_SCHEDULERS,
     trust: Trust = DEFAULT_TRUST,
 ) -> dict[str, Any]:
-    """Deny a gang pod created with annotations yuniplace cannot use, or updated into having them, and
-    an update of a gang pod's recorded requester by anyone not trusted to write it. An update that
+    """Deny an update of a gang pod that makes its annotations unusable, and one of its recorded
+    requester by anyone not trusted to write it (its creation is decided by `mutate`). An update that
     leaves an old problem as it was is let through: the pod exists either way, and refusing every edit
     of it (its labels, say) would help nobody; the controller reports it."""
     request = review.get("request") or {}
-    pod = _pod(review, operations=("CREATE", "UPDATE"))
+    pod = _pod(review, operations=("UPDATE",))
     old = _pod(review, "oldObject", ("UPDATE",))
-    if pod is not None and request.get("operation") == "UPDATE" and is_gang_pod(pod, schedulers):
+    if pod is not None and is_gang_pod(pod, schedulers):
         verdict = identity.check(
             pod.get("metadata") or {},
             "/metadata",
@@ -291,14 +302,12 @@ def validate(
         if verdict.denial is not None:
             return _response(review, allowed=False, message=verdict.denial, forbidden=True)
     problem = None if pod is None else problems_of(pod, limits, schedulers)
-    if (
-        problem is not None
-        and request.get("operation") == "UPDATE"
-        and (old is None or problems_of(old, limits, schedulers) == problem)
-    ):
-        problem = None
-    if problem is None or pod is None:
+    if problem is None or pod is None or old is None or problems_of(old, limits, schedulers) == problem:
         return _response(review)
+    return _invalid(review, pod, problem)
+
+
+def _invalid(review: Mapping[str, Any], pod: Mapping[str, Any], problem: str) -> dict[str, Any]:
     return _response(
         review, allowed=False, message=f"yuniplace: pod {_name(pod)} has invalid gang annotations: {problem}"
     )

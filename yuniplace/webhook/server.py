@@ -169,6 +169,7 @@ def serve(
             rewrite_scheduler_name=rewrite,
             schedulers=schedulers,
             trust=trust,
+            limits=limits,
         ),
         # The same for pods of Kubernetes' own pod groups, which are held only where the webhook for
         # them is registered (the chart's leaves out namespaces that opt out).
@@ -179,6 +180,7 @@ def serve(
             trust=trust,
             hold_native=True,
             admitted=admitted,
+            limits=limits,
         ),
         "/validate": lambda review: admission.validate(review, limits, schedulers, trust),
     }

@@ -463,7 +463,7 @@ its annotations or labels (what yuniplace reads can be edited on a running pod) 
 controller's own writes.
 */}}
 {{- define "yuniplace.editedByOthersCEL" -}}
-request.operation == 'CREATE' || {{ include "yuniplace.recordChangedCEL" . }} || (request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:{{ include "yuniplace.serviceAccountName" . }}' && (has(object.metadata.annotations) != has(oldObject.metadata.annotations) || (has(object.metadata.annotations) && object.metadata.annotations != oldObject.metadata.annotations) || has(object.metadata.labels) != has(oldObject.metadata.labels) || (has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)))
+{{ include "yuniplace.recordChangedCEL" . }} || (request.userInfo.username != 'system:serviceaccount:{{ .Release.Namespace }}:{{ include "yuniplace.serviceAccountName" . }}' && (has(object.metadata.annotations) != has(oldObject.metadata.annotations) || (has(object.metadata.annotations) && object.metadata.annotations != oldObject.metadata.annotations) || has(object.metadata.labels) != has(oldObject.metadata.labels) || (has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)))
 {{- end }}
 
 {{/*
