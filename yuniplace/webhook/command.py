@@ -153,9 +153,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "webhook",
         help="run the admission webhook alone",
-        description="Mutating: add the yuniplace.io/gang scheduling gate to pods with gang annotations, and record "
-        f"who created them (and gang workloads) in {ANNOTATION}. Validating: deny pods whose gang annotations are "
-        "invalid, naming the field and the value, and edits of the record by requesters not trusted to write it.",
+        description="Mutating: add the yuniplace.io/gang scheduling gate to pods with gang annotations, or deny "
+        "those whose gang annotations are invalid, naming the field and the value, and record who created them "
+        f"(and gang workloads) in {ANNOTATION}. Validating: deny edits that make a pod's gang annotations invalid, "
+        "and edits of the record by requesters not trusted to write it.",
     )
     add_webhook_arguments(parser, required=True)
     parser.add_argument(
