@@ -13,6 +13,7 @@ import queue
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ MAX_NOTE = 1024
 # PodDisruptionBudget): it keeps running, and nothing was restarted.
 EVICTION_REFUSED = "cannot be evicted whole"
 FLUSH_TIMEOUT_S = 5.0
+POSTERS = 4
 
 NORMAL, WARNING = "Normal", "Warning"
 
@@ -351,11 +353,14 @@ class EventRecorder:
         self._client = client
         self._metrics = metrics  # counts the events posted, by type and reason
         self._instance = instance or socket.gethostname()
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        # Events are posted by POSTERS threads, each object's by the same one, in the order they were
+        # recorded: a busy API server answers each post late, and one thread posting every gang's events
+        # in turn had them reach `kubectl get events -w` ten seconds and more after they happened.
+        self._queues: list[queue.Queue[dict[str, Any] | None]] = [queue.Queue() for _ in range(POSTERS)]
         self._last_stamp = 0
         self._stamp_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="events", daemon=True)
-        self._thread.start()
+        for index, posts in enumerate(self._queues):
+            threading.Thread(target=self._run, args=(posts,), name=f"events-{index}", daemon=True).start()
 
     def record(self, pod: Mapping[str, Any], reason: Reason, note: str, *, kind: str | None = None) -> None:
         """Post an event of `reason` on `pod`, of the reason's usual type unless `kind` says otherwise."""
@@ -381,7 +386,7 @@ class EventRecorder:
         regarding = {"apiVersion": api_version, "kind": object_kind, "name": meta["name"], "uid": meta.get("uid", "")}
         if meta.get("namespace"):
             regarding["namespace"] = meta["namespace"]
-        self._queue.put(
+        self._queues[zlib.crc32(f"{namespace}/{meta['name']}".encode()) % POSTERS].put(
             {
                 "apiVersion": "events.k8s.io/v1",
                 "kind": "Event",
@@ -405,8 +410,8 @@ class EventRecorder:
             self._last_stamp = max(time.time_ns(), self._last_stamp + 1)
             return self._last_stamp
 
-    def _run(self) -> None:
-        while (event := self._queue.get()) is not None:
+    def _run(self, posts: queue.Queue[dict[str, Any] | None]) -> None:
+        while (event := posts.get()) is not None:
             namespace = event["metadata"]["namespace"]
             try:
                 self._client.create(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
@@ -415,14 +420,15 @@ class EventRecorder:
             except Exception as error:  # noqa: BLE001 - an event must never take the controller down
                 log.warning("could not post event %s: %s", event["reason"], error)
             finally:
-                self._queue.task_done()
+                posts.task_done()
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         """Wait (bounded) for queued events to be posted, e.g. before shutting down."""
         done = threading.Event()
 
         def drain() -> None:
-            self._queue.join()
+            for posts in self._queues:
+                posts.join()
             done.set()
 
         threading.Thread(target=drain, daemon=True).start()
@@ -430,4 +436,5 @@ class EventRecorder:
 
     def close(self) -> None:
         self.flush()
-        self._queue.put(None)
+        for posts in self._queues:
+            posts.put(None)
