@@ -178,3 +178,24 @@ def test_a_pod_labelled_with_another_placeholder_value_is_an_ordinary_gang_pod()
     assert patch_of(mutate(review(subject))) == [
         {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]}
     ]
+
+
+def test_a_pod_named_by_the_api_server_after_the_webhook_is_decided_too() -> None:
+    """A Job's or an operator's pods come with a generateName only: the API server names them after the
+    mutating webhooks. KubeRay's workers also ask more than their task group (its init container), which
+    what the webhook reads of them says, naming the pod."""
+    groups = builders.task_groups(builders.task_group("workers", 2, {"cpu": "100m", "memory": "128Mi"}))
+    subject = pod(
+        {keys.TASK_GROUPS: groups, keys.TASK_GROUP_NAME: "workers"},
+        initContainers=[{"name": "wait", "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}}}],
+    )
+    del subject["metadata"]["name"]
+    subject["metadata"]["generateName"] = "ray-worker-"
+    answer = mutate(review(subject))
+    assert answer["response"]["allowed"], answer
+    assert {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": keys.GATE}]} in patch_of(answer)
+    unusable = pod({keys.TASK_GROUPS: "[{", keys.TASK_GROUP_NAME: "workers"})
+    del unusable["metadata"]["name"]
+    unusable["metadata"]["generateName"] = "ray-worker-"
+    refusal = mutate(review(unusable))["response"]
+    assert not refusal["allowed"] and refusal["status"]["message"].startswith("yuniplace: pod ray-worker-… has")

@@ -118,6 +118,13 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(metadata.get("name") or str(metadata.get("generateName", "")) + "…")
 
 
+def _named(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod with a name: one created with a generateName has none yet when the mutating webhooks
+    see it (the API server names it after them), and what is said of it names it by its prefix."""
+    metadata = pod.get("metadata") or {}
+    return {**pod, "metadata": {**metadata, "name": _name(pod)}}
+
+
 def _rewritten(pod: Mapping[str, Any], rewrite: Rewrite) -> dict[str, Any] | None:
     """The pod (or pod template) with its schedulerName handed to the default scheduler, when it names
     a scheduler whose pods are taken over and the rewrite is wanted for it; else None. A callable is
@@ -208,7 +215,7 @@ def mutate(
     if rewritten is not None:
         patch.append({"op": "replace", "path": "/spec/schedulerName", "value": DEFAULT_SCHEDULER})
         pod = rewritten
-    problem = problems_of(pod, limits, schedulers)
+    problem = problems_of(_named(pod), limits, schedulers)
     if problem is not None:
         return _invalid(review, pod, problem)
     spec = pod.get("spec") or {}

@@ -123,6 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ValueError("the body is not a JSON object")
             answer = decide(review)
         except (ValueError, AttributeError, TypeError, KeyError) as error:
+            log.warning("webhook %s: malformed AdmissionReview: %r", self.path, error, exc_info=True)
             self._reply(400, {"error": f"malformed AdmissionReview: {error}"})
             return
         except Exception:
