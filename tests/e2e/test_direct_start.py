@@ -24,6 +24,7 @@ from tests.e2e.support import (
     posted,
 )
 from yuniplace.gang import keys
+from yuniplace.gang import pods as p
 from yuniplace.localcluster import wait_until
 
 # CI runs these on every supported Kubernetes version, not only the default.
@@ -52,6 +53,16 @@ def waiting_pods(cluster: Cluster) -> list[str]:
     """The pods of the cluster waiting to be scheduled (pending, ungated, on no node), by name."""
     pods = cluster.client.get("/api/v1/pods", fieldSelector="spec.nodeName=,status.phase=Pending")
     return [pod["metadata"]["name"] for pod in pods["items"] if not pod["spec"].get("schedulingGates")]
+
+
+def other_applications_pods(cluster: Cluster, namespace: str) -> list[str]:
+    """The pods of applications outside `namespace` (an earlier test's, its namespace being deleted), by name."""
+    pods = cluster.client.get("/api/v1/pods")["items"]
+    return [
+        f"{p.namespace(pod)}/{p.name(pod)}"
+        for pod in pods
+        if p.app_key(pod) is not None and p.namespace(pod) != namespace
+    ]
 
 
 def pod_writes(controller: ControllerProcess) -> float:
@@ -97,6 +108,9 @@ def test_a_controller_that_sees_every_pod_starts_a_gang_nobody_else_waits_for_wi
     it: each member is released onto its seat (recorded with it) in one write, once the controller's
     watch has brought the gang's record back and no pod stored before it took a seat."""
     wait_until(lambda: not any(waiting_pods(cluster)), 60)
+    # Nor any other application left: the controller sees every pod, and its writes for an earlier test's
+    # gang (its nodes gone with that test, say) would be counted here.
+    wait_until(lambda: not other_applications_pods(cluster, namespace), 120)
     controller = cluster_wide()
     started_on_seats(cluster, namespace, recorder, pool(3, cpu="4", memory="16Gi"))
     posted(cluster, namespace, "GangStarted")
