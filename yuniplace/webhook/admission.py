@@ -9,9 +9,10 @@ and workload creations and updates (the requester's record); the validating one 
 because the annotations yuniplace reads can be edited on a running pod (`kubectl annotate`).
 
 A pod's creation is decided by the mutating webhook alone, as YuniKorn's admission controller does:
-a second review of every gang pod at creation doubled the time the API server took to create a large
-gang. What a mutating webhook ordered after this one might write into a pod's gang annotations is
-read by the controller as any other input, and an unusable gang is told there (TaskGroupsError).
+reviewed by both, every gang pod cost the API server two round trips to the webhook as it was created,
+and the webhook's process two reviews. What a mutating webhook ordered after this one might write into
+a pod's gang annotations is read by the controller as any other input, and an unusable gang is told
+there (TaskGroupsError).
 """
 
 from __future__ import annotations
