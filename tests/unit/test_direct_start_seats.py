@@ -4,19 +4,21 @@ seatcheck.py, and the room's count of a seat taken)."""
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from yuniplace.admission.room import RoomView
-from yuniplace.controller.apply import Executor
-from yuniplace.controller.plan import Plan, Swap
-from yuniplace.controller.seatcheck import HOLD_LIMIT_S, SeatCheck, WatchProgress
+from yuniplace.controller.apply import Executor, Refusals
+from yuniplace.controller.plan import Plan, SeatsToRelease, Swap
+from yuniplace.controller.seatcheck import CATCH_UP_S, HOLD_LIMIT_S, Clearance, SeatCheck, WatchProgress
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.fit import Constraints, Node, amounts
 from yuniplace.gang.state import AppState
+from yuniplace.runtime.metrics import Metrics
 
 KEY = p.AppKey("ns", "train")
 
@@ -88,7 +90,7 @@ def run(hold: bool) -> tuple[list[str], bool, list[int]]:
         asked.append(version)
         return hold
 
-    executor = Executor(api, Store(), None, None, Landings(), seats_hold=seats_hold)  # type: ignore[arg-type]
+    executor = Executor(api, Store(), None, Metrics(), Landings(), seats_hold=seats_hold)  # type: ignore[arg-type]
     swaps = [Swap(member(name), None, node, "workers", direct=True) for name, node in (("a", "n1"), ("b", "n2"))]
     try:
         refused = executor.apply(Plan(KEY, AppState.RESERVED, swaps=swaps))
@@ -108,84 +110,112 @@ def test_members_whose_seats_are_not_seen_to_hold_stay_nominated_and_gated() -> 
     assert writes == ["nominate a", "nominate b"] and held
 
 
-class Metrics:
-    class _Counter:
-        def labels(self, *_: Any) -> Metrics._Counter:
-            return self
-
-        def inc(self) -> None: ...
-
-    placeholders_deleted = _Counter()
-
-
 def _started_directly(
-    plan_delete: list[dict[str, Any]], *, contended: bool = True, clear: bool = False, asked: list[int] | None = None
-) -> Api:
-    """A gang started directly whose originator, member a, gets the gang's record in the same plan;
-    `contended`: whether a pod of another application waits; `clear`: what the seat check says of the
-    seats without nominations (the versions it is asked of go into `asked`)."""
+    plan_delete: list[dict[str, Any]],
+    *,
+    contended: bool = True,
+    clear: Clearance = Clearance.CONTENDED,
+    asked: list[tuple[int, bool]] | None = None,
+    recorded_at: int | None = None,
+) -> tuple[Api, Refusals]:
+    """A gang started directly whose originator, member a, gets the gang's record in the same plan (or,
+    `recorded_at`, got it from an earlier reconcile, which left these seats to release); `contended`:
+    whether a pod of another application waits; `clear`: what the seat check says of the seats without
+    nominations (the versions it is asked of, and whether it was to wait for them, go into `asked`)."""
     api = Api()
     a, b = member("a"), member("b")
     swaps = [Swap(pod, None, node, "workers", direct=True) for pod, node in ((a, "n1"), (b, "n2"))]
     record: dict[str, str | None] = {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
     plan = Plan(KEY, AppState.RESERVED, originator=a, swaps=swaps, annotate=record, delete=plan_delete)
+    if recorded_at is not None:
+        plan.annotate, plan.seats_recorded_at = {}, recorded_at
 
-    def seats_clear(_swaps: Sequence[Swap], version: int) -> bool:
-        (asked if asked is not None else []).append(version)
+    def seats_clear(_swaps: Sequence[Swap], version: int, wait: bool) -> Clearance:
+        (asked if asked is not None else []).append((version, wait))
         return clear
 
     executor = Executor(
         api,  # type: ignore[arg-type]
         Store(),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
-        Metrics(),  # type: ignore[arg-type]
+        Metrics(),
         Landings(),  # type: ignore[arg-type]
         contended=lambda _key: contended,
         seats_clear=seats_clear,
     )
     try:
-        executor.apply(plan)
+        refused = executor.apply(plan)
     finally:
         executor.close()
-    return api
+    return api, refused
 
 
 def test_the_gangs_record_goes_in_its_originators_nomination_when_nominations_are_the_first_writes() -> None:
-    api = _started_directly([])
+    api, _ = _started_directly([])
     assert sorted(api.writes) == ["nominate a", "nominate b", "release a", "release b"]  # no write of its own
     assert api.annotations["a"] == {keys.SEAT: "n1", keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
     assert api.annotations["b"] == {keys.SEAT: "n2"}
 
 
 def test_the_gangs_record_is_written_first_when_the_plan_deletes_or_creates_before_it_nominates() -> None:
-    api = _started_directly([member("old-placeholder")])
+    api, _ = _started_directly([member("old-placeholder")])
     assert api.writes[:2] == ["annotate a", "delete old-placeholder"]
     assert sorted(api.writes[2:]) == ["nominate a", "nominate b", "release a", "release b"]
 
 
 def test_seats_no_other_pod_waits_for_go_without_nominations_once_the_record_is_seen_back() -> None:
-    asked: list[int] = []
-    api = _started_directly([], contended=False, clear=True, asked=asked)
+    asked: list[tuple[int, bool]] = []
+    api, _ = _started_directly([], contended=False, clear=Clearance.CLEAR, asked=asked)
     assert api.writes[0] == "annotate a" and sorted(api.writes[1:]) == ["release a", "release b"]
-    assert asked == [11]  # the record's version, for the watch to bring back first
+    assert asked == [(11, False)]  # the record's version, for the watch to bring back first; not waited for
     assert api.annotations["a"] == {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
 
 
 def test_seats_not_seen_clear_are_nominated_after_all() -> None:
-    api = _started_directly([], contended=False, clear=False)
+    api, _ = _started_directly([], contended=False, clear=Clearance.CONTENDED)
     assert api.writes[0] == "annotate a"
     assert sorted(api.writes[1:]) == ["nominate a", "nominate b", "release a", "release b"]
     assert api.annotations["b"] == {keys.SEAT: "n2"}
+
+
+def test_a_record_the_watch_has_not_brought_back_leaves_the_members_to_the_next_reconcile() -> None:
+    """No worker waits for the watch: the record written, the members stay gated, unnominated, and
+    their seats go back to the controller for the reconcile the record's watch event brings."""
+    api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN)
+    assert api.writes == ["annotate a"]
+    assert refused.seats_to_release == SeatsToRelease({"a": "n1", "b": "n2"}, recorded_at=11)
+    assert not refused.seats_held
+
+
+def test_seats_left_by_the_last_reconcile_are_released_once_the_watch_brings_its_record() -> None:
+    asked: list[tuple[int, bool]] = []
+    api, refused = _started_directly([], contended=False, clear=Clearance.CLEAR, asked=asked, recorded_at=7)
+    assert sorted(api.writes) == ["release a", "release b"]  # no record again, no nomination
+    assert asked == [(7, True)]  # the record written then, waited for now
+    assert refused.seats_to_release is None
+
+
+def test_seats_left_by_the_last_reconcile_whose_record_the_watch_never_brings_are_nominated() -> None:
+    api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN, recorded_at=7)
+    assert sorted(api.writes) == ["nominate a", "nominate b", "release a", "release b"]
+    assert refused.seats_to_release is None  # left once only: never a gang held gated for good
 
 
 def test_seats_clear_once_the_watch_brought_the_record_and_nothing_may_take_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("yuniplace.controller.seatcheck.CATCH_UP_S", 0.01)
-    assert checked(view("4"))[0].clear(SEATED, 12)
-    assert not checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12)
-    assert not checked(view("3"))[0].clear(SEATED, 12)  # a seat taken
-    assert not checked(view("4", (ANYWHERE,)))[0].clear(SEATED, 12)  # a pod yet to be tried may take one
+    assert checked(view("4"))[0].clear(SEATED, 12, True) is Clearance.CLEAR
+    assert checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12, True) is Clearance.UNSEEN
+    assert checked(view("3"))[0].clear(SEATED, 12, True) is Clearance.CONTENDED  # a seat taken
+    # A pod yet to be tried may take one.
+    assert checked(view("4", (ANYWHERE,)))[0].clear(SEATED, 12, True) is Clearance.CONTENDED
+
+
+def test_a_check_not_to_wait_answers_at_once_when_the_watch_is_behind() -> None:
+    started = time.monotonic()
+    assert checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12, False) is Clearance.UNSEEN
+    assert time.monotonic() - started < CATCH_UP_S
 
 
 def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:

@@ -22,8 +22,9 @@ from typing import Any
 
 from yuniplace.controller.faults import Moot, PartlyApplied
 from yuniplace.controller.landings import Landings
-from yuniplace.controller.plan import Event, Failure, Plan, Swap
+from yuniplace.controller.plan import Event, Failure, Plan, SeatsToRelease, Swap
 from yuniplace.controller.podgroups import status_path
+from yuniplace.controller.seatcheck import Clearance
 from yuniplace.devices.claims import DRA_API
 from yuniplace.gang import keys, topology, watched
 from yuniplace.gang import pods as p
@@ -71,6 +72,8 @@ class Refusals:
     placeholders: str | None = None  # why it would not create them
     eviction: str | None = None  # why it would not evict the gang's pods
     seats_held: bool = False  # members started directly were nominated but not released: see Executor.apply
+    # Members started directly left gated for the gang's next reconcile to release, with their seats.
+    seats_to_release: SeatsToRelease | None = None
     # A swap waits: its placeholder's DRA claims could not be handed to its member yet; and, where the API
     # forbids it (yuniplace lacks a permission), why, for the gang's event.
     claims_kept: bool = False
@@ -277,7 +280,7 @@ class Executor:
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
         seats_hold: Callable[[p.AppKey, Sequence[Swap], int], bool] = lambda _key, _swaps, _version: True,
-        seats_clear: Callable[[Sequence[Swap], int], bool] = lambda _swaps, _version: False,
+        seats_clear: Callable[[Sequence[Swap], int, bool], Clearance] = lambda _s, _v, _w: Clearance.CONTENDED,
         pod_group_status_path: Callable[[PodGroupApi, p.AppKey], str] = status_path,
     ) -> None:
         self._client = client
@@ -344,7 +347,8 @@ class Executor:
         if plan.annotate and plan.originator is not None and carrier is None:
             # First (or with the originator's nomination: see _record_carrier), so a controller restarted
             # after any later step knows the reservation began.
-            recorded = self._annotate(plan.originator, plan.annotate)
+            with self._stage("record", bool(direct)):
+                recorded = self._annotate(plan.originator, plan.annotate)
             progress.count(W.RECORD)
         created = self._each(progress.counting(W.CREATE, self._create, lambda why: why is None), plan.create)
         refusals = [why for why in created if why is not None]
@@ -358,12 +362,23 @@ class Executor:
         held = False
         if nominated is None:
             nominated = self._nominates(plan)
+        to_release: SeatsToRelease | None = None
         if direct and not nominated:
             # Seats nobody else waits for go without nominations, once the pod watch has brought the
             # record back (every pod stored before it is known) and none of those took a seat or waits
-            # to be tried for a seat's node; else they are nominated and held as seatcheck.py says.
-            nominated = recorded is None or not self._seats_clear(direct, recorded)
-        if nominated:
+            # to be tried for a seat's node; else they are nominated and held as seatcheck.py says. The
+            # record just written is not waited for: the gang's next reconcile releases its members.
+            barrier = recorded if recorded is not None else plan.seats_recorded_at
+            clearance = Clearance.UNSEEN
+            if barrier is not None:
+                with self._stage("check", True):
+                    clearance = self._seats_clear(direct, barrier, recorded is None)  # waits if not just written
+            if clearance is Clearance.UNSEEN and recorded is not None and len(direct) == len(plan.swaps):
+                to_release = SeatsToRelease({p.uid(swap.member): swap.node for swap in direct}, recorded)
+            nominated = clearance is not Clearance.CLEAR
+        if to_release is not None:
+            progress.count(W.SWAP, len(plan.swaps))  # started: its next look releases them
+        elif nominated:
             # A batch of nominated swaps goes step by step: every nomination, then every placeholder
             # deleted, then every member released. No member is released while a placeholder of its
             # batch still holds room it is nominated to, which would make the two count twice there.
@@ -379,8 +394,10 @@ class Executor:
                     progress.count(W.RECORD)
                 return version
 
-            version = max(self._each(nominate, plan.swaps), default=0)
-            held = bool(direct) and not self._seats_hold(plan.key, direct, version)
+            with self._stage("nominate", bool(direct)):
+                version = max(self._each(nominate, plan.swaps), default=0)
+            with self._stage("check", bool(direct)):
+                held = bool(direct) and not self._seats_hold(plan.key, direct, version)
             going = [swap for swap in plan.swaps if not (held and swap.direct)]
             kept = self._each(self._hand_over_claims, going)
             going = [swap for swap, why in zip(going, kept, strict=True) if why is None]
@@ -389,13 +406,15 @@ class Executor:
             progress.count(W.SWAP, len(plan.swaps) - len(going))
             self._each(lambda s: self._delete(s.placeholder, "swapped"), [s for s in going if s.placeholder])
             release = progress.counting(W.SWAP, lambda s: self._ungate(s.member, pins=pins.get(p.uid(s.member), ())))
-            self._each(release, going)
+            with self._stage("release", bool(direct and going)):
+                self._each(release, going)
         else:
             # Steered, not nominated, each member counts only once it is released, on the node its own
             # placeholder has just left: each swap goes at its own pace, and the first members are
             # bound while the last placeholders are still being deleted.
             steer = progress.counting(W.SWAP, lambda s: self._swap_steered(s, pins.get(p.uid(s.member), ())))
-            kept = self._each(steer, plan.swaps)
+            with self._stage("release", bool(direct)):
+                kept = self._each(steer, plan.swaps)
         ungate = progress.counting(W.UNGATE, lambda pod: self._ungate(pod, pins=pins.get(p.uid(pod), ())))
         self._each(ungate, plan.ungate)
         self._each(progress.counting(W.FAIL, self._fail), plan.fail)
@@ -407,7 +426,11 @@ class Executor:
         if plan.pod_group_status is not None and api is not None:
             self._report_pod_group(api, plan.key, plan.pod_group_status)
         forbidden = next((why for why in kept if why is not None and why.startswith(FORBIDDEN)), None)
-        return Refusals(refusals[0] if refusals else None, eviction, held, any(kept), forbidden)
+        return Refusals(refusals[0] if refusals else None, eviction, held, to_release, any(kept), forbidden)
+
+    def _stage(self, stage: str, timed: bool) -> contextlib.AbstractContextManager[Any]:
+        """Time a stage of a direct start (where `timed`): what holds a worker, under load, shows by stage."""
+        return self._metrics.direct_start_seconds.labels(stage).time() if timed else contextlib.nullcontext()
 
     def _nominates(self, plan: Plan) -> bool:
         """Whether the plan's swaps go as a nominated batch: room a swap frees, or a seat, that a pod of

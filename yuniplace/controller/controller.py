@@ -21,11 +21,11 @@ from yuniplace.controller.lifecycle.policies.onloss import LOSS_ACTIONS
 from yuniplace.controller.nodepools import NodePoolWatches
 from yuniplace.controller.observe import observe
 from yuniplace.controller.optionalapis import ApiFollower, Change, Feed
-from yuniplace.controller.plan import Outcome, Plan, Settings, Surroundings
+from yuniplace.controller.plan import Outcome, Plan, SeatsToRelease, Settings, Surroundings
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.restarts import RestartLedger
-from yuniplace.controller.seatcheck import SeatCheck, WatchProgress
+from yuniplace.controller.seatcheck import CATCH_UP_S, SeatCheck, WatchProgress
 from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
@@ -96,6 +96,7 @@ class Controller:
         self._refusals: dict[p.AppKey, str] = {}  # why the API refused an application's placeholders
         self._claims_refused: dict[p.AppKey, str] = {}  # why the API refused a swap's DRA claims, as last said
         self._faults_told: dict[p.AppKey, str] = {}  # the stage of each gang's run of faults, once told
+        self._seats_to_release: dict[p.AppKey, SeatsToRelease] = {}  # direct starts left for a next reconcile
         self._watch_progress = WatchProgress()
         self._namespace = namespace
         # Admission needs what every pod of the cluster takes on its node, so with it the pod watch
@@ -303,6 +304,8 @@ class Controller:
             return Surroundings(self.store.nodes_in_flight(), peers=peers, restarts=restarts)
         attempt = p.uid(app.originator) if app.originator is not None else ""
         standing = admission.standing(app.key, pending=app.state == AppState.PENDING, attempt=attempt)
+        with self._lock:
+            to_release = self._seats_to_release.get(app.key)
         return Surroundings(
             self.store.nodes_in_flight(),
             ticket=standing.ticket,
@@ -312,6 +315,7 @@ class Controller:
             reclaimed=None if standing.reclaim is None else standing.reclaim.message,
             node_health=admission.room.node_health,
             restarts=restarts,
+            seats_to_release=to_release,
         )
 
     def _node_event(self, kind: str, node: dict[str, Any]) -> None:
@@ -377,6 +381,15 @@ class Controller:
             with self._lock:
                 self._refusals[key] = refused.placeholders
             self.queue.add(key)
+        with self._lock:
+            if refused.seats_to_release is not None:
+                self._seats_to_release[key] = refused.seats_to_release
+            else:
+                self._seats_to_release.pop(key, None)  # given for one next reconcile, which this was
+        if refused.seats_to_release is not None:
+            # The record's own watch event brings the gang back as soon as the watch has it; this only
+            # makes sure it comes back (it then waits for the watch, as any release would).
+            self.queue.add_after(key, CATCH_UP_S)
         if refused.seats_held:
             self.queue.add_after(key, SEATS_RECHECK_S)
         if refused.claims_forbidden is not None:

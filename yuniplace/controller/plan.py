@@ -125,6 +125,8 @@ class Plan:
     current: AppState = AppState.PENDING  # the state it was in
     outcomes: list[Outcome] = field(default_factory=list)
     record_ends: bool = False  # its last move clears the originator's record (lifecycle/table.py)
+    # Its direct swaps are of seats an earlier reconcile recorded at this resourceVersion (SeatsToRelease).
+    seats_recorded_at: int | None = None
 
     @property
     def transition(self) -> tuple[AppState, AppState] | None:
@@ -144,6 +146,19 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class SeatsToRelease:
+    """A gang started directly whose record is written while its members, still gated, wait for the pod
+    watch to bring that record back (controller/seatcheck.py): a later reconcile, which the record's own
+    watch event brings, releases them on these seats, so no worker waits for the watch meanwhile. Kept in
+    memory only: a controller restarted in between finds the gang recorded and its members gated with no
+    seat, and releases them to kube-scheduler unsteered (admission has counted their room), as it would
+    had it stopped between the record and the releases in one reconcile."""
+
+    seats: Mapping[str, str]  # member uid -> the node admission seated it on
+    recorded_at: int  # the resourceVersion of the record: the watch must have brought it first
+
+
+@dataclass(frozen=True)
 class Surroundings:
     """What the plan needs from beyond the application."""
 
@@ -157,3 +172,4 @@ class Surroundings:
     reclaimed: str | None = None  # why its room is taken back for the queue that lent it, while it is
     node_health: NodeHealth = every_node_well  # how the nodes its members are on stand
     restarts: Restarts | None = None  # how often it was restarted for a lost member, for its current owner
+    seats_to_release: SeatsToRelease | None = None  # given by an earlier reconcile of its direct start

@@ -105,6 +105,15 @@ class Metrics:
             buckets=DURATION_BUCKETS_S,
             registry=r,
         )
+        self.direct_start_seconds = Histogram(
+            "yuniplace_direct_start_stage_duration_seconds",
+            "Time a worker spends in each stage of a direct start: record (the gang's record written), check "
+            "(waiting for the pod watch to bring it back and looking at the seats), nominate, release (the gates "
+            "lifted).",
+            ["stage"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
         self.reconcile_errors = Counter(
             "yuniplace_reconcile_errors_total", "Reconciles that failed and were retried.", registry=r
         )

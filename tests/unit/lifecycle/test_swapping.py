@@ -25,7 +25,7 @@ from tests.planning import (
     reasons,
 )
 from yuniplace.controller.lifecycle import IN_FLIGHT_RECHECK_S, plan_application
-from yuniplace.controller.plan import Plan
+from yuniplace.controller.plan import Plan, SeatsToRelease
 from yuniplace.gang import keys
 from yuniplace.gang import pods as p
 from yuniplace.gang.application import Application
@@ -75,6 +75,28 @@ def test_a_late_member_written_with_a_seat_of_its_own_is_scheduled_normally() ->
     ]
     plan = plan_of(pods)
     assert plan.swaps == [] and names(plan.ungate) == ["exec-2"]
+
+
+def test_a_gang_started_directly_is_released_onto_the_seats_its_last_reconcile_left_it() -> None:
+    """The reconcile that wrote a direct start's record left its members gated, for this one to release
+    on their seats once the pod watch has brought the record back (plan.SeatsToRelease)."""
+    pods = [
+        driver(state=AppState.RESERVED, started=NOW - 1, first_allocated=NOW - 1),
+        executor(0),
+        executor(1),
+    ]
+    seats = {"uid-driver": "n1", "uid-exec-0": "n2", "uid-exec-1": "n2"}
+    plan = plan_of(pods, seats_to_release=SeatsToRelease(seats, recorded_at=41))
+    assert sorted((p.name(s.member), s.node, s.direct) for s in plan.swaps) == [
+        ("driver", "n1", True),
+        ("exec-0", "n2", True),
+        ("exec-1", "n2", True),
+    ]
+    assert plan.seats_recorded_at == 41 and plan.ungate == []
+    # With none left it (a controller restarted in between), they go to kube-scheduler unsteered.
+    plan = plan_of(pods)
+    assert plan.swaps == [] and names(plan.ungate) == ["driver", "exec-0", "exec-1"]
+    assert plan.seats_recorded_at is None
 
 
 def test_unused_placeholders_are_released_after_the_timeout() -> None:

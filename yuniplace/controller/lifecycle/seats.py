@@ -182,6 +182,7 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
     app, plan = ctx.app, ctx.plan
     placed = [ph for ph in live if app.group_of(ph) == group.name and p.node_name(ph)]
     pending: list[Pod] = []
+    given = ctx.around.seats_to_release
     for member in ctx.members[group.name]:
         # A gated member naming its placeholder is a swap interrupted by a restart: it resumes
         # with that placeholder (gone already if step 2 had run) and no other.
@@ -194,6 +195,12 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
             # restart. It goes to its seat, as it was to. (A seat its pod was written with, never
             # nominated to, is not one yuniplace gave.)
             plan.swaps.append(Swap(member, None, seat, group.name, direct=True))
+            continue
+        if given is not None and not live and taken is None and node is None and p.uid(member) in given.seats:
+            # Started directly by the last reconcile, which wrote the gang's record and left the members
+            # for this one to release, once the pod watch has brought that record back.
+            plan.swaps.append(Swap(member, None, given.seats[p.uid(member)], group.name, direct=True))
+            plan.seats_recorded_at = given.recorded_at
             continue
         if taken is None or node is None:
             pending.append(member)
