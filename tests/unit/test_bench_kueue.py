@@ -305,6 +305,15 @@ def test_the_report_shows_every_peer_beside_yuniplace_with_the_runs_range() -> N
     assert "| yuniplace | 0.2 | 0.3 | 0.4 | 50.0 |" in arrivals  # one run: no range
     assert "| yuniplace / Kueue as it ships | 0.40 | 1.00 | 0.44 | 1.00 |" in arrivals
     assert "| yuniplace / Kueue, client at the control plane's rate | 2.00 | 1.00 | 0.44 | 1.00 |" in arrivals
+    assert "Where the median gang's time went" not in arrivals  # no phases measured
+
+
+def test_the_arrivals_report_shows_where_the_median_gangs_time_went() -> None:
+    result = _results()[1]
+    result["yuniplace"] = {**result["yuniplace"], "all_seen_s": 0.05, "first_free_s": 0.4, "last_bound_s": 0.9}
+    arrivals = report.arrivals_table(result)
+    assert "| yuniplace | 0.05 | 0.4 | - | - | 0.9 |" in arrivals
+    assert "| plain kube-scheduler | - | - | - | - | - |" in arrivals
 
 
 def test_the_peers_table_says_what_each_was_given_and_the_order_of_their_turns() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from yuniplace.bench import peers
+from yuniplace.bench import peers, pods
 from yuniplace.bench.scenarios import Run
 from yuniplace.bench.subjects import yunikorn_client
 
@@ -131,7 +131,7 @@ def test_a_gangs_phases_say_when_its_pods_were_all_seen_freed_and_bound() -> Non
         {"pod": "a", "seen_ms": 0.0, "gated": True, "free_ms": 300.0, "bound_ms": 320.0},
         {"pod": "b", "seen_ms": 40.0, "gated": True, "free_ms": 310.0, "bound_ms": 400.0},
     ]
-    assert peers.phases(story) == {
+    assert pods.phases(story) == {
         "all_seen_s": 0.04,
         "first_free_s": 0.3,
         "last_free_s": 0.31,
@@ -140,7 +140,7 @@ def test_a_gangs_phases_say_when_its_pods_were_all_seen_freed_and_bound() -> Non
     }
     # A peer that gates no pod has no gate lifted: its pods' "free" moment is their creation.
     ungated = [{**pod, "gated": False, "free_ms": pod["seen_ms"]} for pod in story]
-    assert peers.phases(ungated) == {"all_seen_s": 0.04, "first_bound_s": 0.32, "last_bound_s": 0.4}
+    assert pods.phases(ungated) == {"all_seen_s": 0.04, "first_bound_s": 0.32, "last_bound_s": 0.4}
 
 
 def test_each_rows_phases_are_medians_over_the_repeats(monkeypatch: pytest.MonkeyPatch) -> None:

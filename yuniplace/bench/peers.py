@@ -19,6 +19,7 @@ from typing import Any
 from yuniplace.bench.chartrun import ChartRun
 from yuniplace.bench.gatefloor import GateLifter, floor_gang
 from yuniplace.bench.kueue import KueueManager, kueue_gang, managed_namespace
+from yuniplace.bench.pods import PHASES, phases
 from yuniplace.bench.scenarios import Pods, arrivals, native_gang, time_to_bound
 from yuniplace.bench.subjects import (
     ControllerUnderTest,
@@ -35,18 +36,17 @@ from yuniplace.localcluster.build import YUNIKORN_SHIM, Operator, module_root
 from yuniplace.localcluster.components import CLIENT_BURST, CLIENT_QPS
 
 # Each run's figures under arrivals, as scenarios.arrivals reports them.
-ARRIVAL_FIGURES = ("p50_s", "p95_s", "p99_s", "pods_per_s", "reaction_ms_p50", "reaction_ms_p95")
+ARRIVAL_FIGURES = (
+    "p50_s",
+    "p95_s",
+    "p99_s",
+    "pods_per_s",
+    "reaction_ms_p50",
+    "reaction_ms_p95",
+    *(figure for figure, *_ in PHASES),
+)
 LANDED = ("GangStarted", "PlaceholderSwapped")  # the events saying a task group's members have landed
 FLOOR_LABEL = "gates lifted by a bare lifter (the floor of gating)"
-# Where a gang's time went, in the order it goes: each figure, the moment of the pods' story it is read
-# from (PodTimeline.story), which pod's moment (the first or the last), and its heading in the report.
-PHASES: tuple[tuple[str, str, Callable[[Sequence[float]], float], str], ...] = (
-    ("all_seen_s", "seen_ms", max, "every pod seen"),
-    ("first_free_s", "free_ms", min, "first gate lifted"),
-    ("last_free_s", "free_ms", max, "last gate lifted"),
-    ("first_bound_s", "bound_ms", min, "first bound"),
-    ("last_bound_s", "bound_ms", max, "last bound"),
-)
 # The client rate kube-scheduler and kube-controller-manager run with here, given to a peer's second row.
 CONTROL_PLANE_CLIENT = {"qps": CLIENT_QPS, "burst": CLIENT_BURST}
 
@@ -109,22 +109,6 @@ def _cpu_now(cluster: LocalCluster, controller: ControllerUnderTest | None) -> d
     if controller is not None:
         used["yuniplace"] = controller.cpu_seconds()
     return used
-
-
-def phases(story: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Where one gang's time went, in seconds from its first pod's creation: when the watch had seen every
-    pod (their creations, through any webhook), the first and last gate lifted (for a peer that gates),
-    and the first and last pod bound. A peer slower than another is slower somewhere in these."""
-
-    def moments(name: str) -> list[float]:
-        return [float(pod[name]) / 1000 for pod in story if pod.get(name) is not None]
-
-    found: dict[str, float] = {}
-    for figure, name, pick, _heading in PHASES:
-        at = moments(name)
-        if at and (name != "free_ms" or any(pod.get("gated") for pod in story)):
-            found[figure] = round(pick(at), 3)
-    return found
 
 
 def _landed(controller: ControllerUnderTest) -> float:

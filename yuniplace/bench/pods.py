@@ -5,11 +5,37 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from yuniplace.kube import KubeClient
 from yuniplace.kube.watch import ListWatch
+
+# Where a gang's time went, in the order it goes: each figure, the moment of the pods' story it is read
+# from (PodTimeline.story), which pod's moment (the first or the last), and its heading in the report.
+PHASES: tuple[tuple[str, str, Callable[[Sequence[float]], float], str], ...] = (
+    ("all_seen_s", "seen_ms", max, "every pod seen"),
+    ("first_free_s", "free_ms", min, "first gate lifted"),
+    ("last_free_s", "free_ms", max, "last gate lifted"),
+    ("first_bound_s", "bound_ms", min, "first bound"),
+    ("last_bound_s", "bound_ms", max, "last bound"),
+)
+
+
+def phases(story: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Where one gang's time went, in seconds from its first pod's creation: when the watch had seen every
+    pod (their creations, through any webhook), the first and last gate lifted (for a peer that gates),
+    and the first and last pod bound. A peer slower than another is slower somewhere in these."""
+
+    def moments(name: str) -> list[float]:
+        return [float(pod[name]) / 1000 for pod in story if pod.get(name) is not None]
+
+    found: dict[str, float] = {}
+    for figure, name, pick, _heading in PHASES:
+        at = moments(name)
+        if at and (name != "free_ms" or any(pod.get("gated") for pod in story)):
+            found[figure] = round(pick(at), 3)
+    return found
 
 
 class PodTimeline:
@@ -67,8 +93,9 @@ class PodTimeline:
                 raise TimeoutError(f"{missing}/{len(wanted)} pods still unbound after {timeout_s:.0f}s")
             return max(self.bound_at[name] for name in wanted)
 
-    def story(self, start: float) -> list[dict[str, object]]:
-        """Each pod's moments, in ms from `start`: seen, gate lifted (or never gated), bound."""
+    def story(self, start: float, names: Iterable[str] | None = None) -> list[dict[str, object]]:
+        """Each pod's moments (of those `names`, or all), in ms from `start`: seen, gate lifted (or never
+        gated), bound."""
 
         def ms(at: float | None) -> float | None:
             return None if at is None else round((at - start) * 1000, 1)
@@ -81,7 +108,7 @@ class PodTimeline:
                 "free_ms": ms(self.free_at.get(name)),
                 "bound_ms": ms(self.bound_at.get(name)),
             }
-            for name in sorted(self.seen_at, key=lambda n: self.seen_at[n])
+            for name in sorted(self.seen_at if names is None else names, key=lambda n: self.seen_at[n])
         ]
 
     def __enter__(self) -> PodTimeline:

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 
 from yuniplace.bench import profile
 from yuniplace.bench.campaignreport import faults_table, kind_faults_table, soak_chart, soak_table
-from yuniplace.bench.peers import PHASES
+from yuniplace.bench.pods import PHASES
 
 CONTROL_PLANE_ROWS = [
     ("build_cold_s", "Cold build (empty Go caches), s"),
@@ -236,6 +236,19 @@ def arrivals_table(result: dict[str, Any]) -> str:
             f"yuniplace's reaction, from a gang's last member created to its first gate lifted: p50 "
             f"{gang['reaction_ms_p50']} ms, p95 {gang['reaction_ms_p95']} ms; the controller's CPU over the "
             f"arrivals: {gang.get('controller_cpu_s', '-')} s.",
+        ]
+    if any(figure in result[key] for key, _ in peers for figure, *_ in PHASES):
+        lines += [
+            "",
+            "Where the median gang's time went, s from its arrival (each moment's median over the gangs, then over "
+            "the runs):",
+            "",
+            "| | " + " | ".join(heading for *_, heading in PHASES) + " |",
+            "| --- |" + " ---: |" * len(PHASES),
+            *(
+                f"| {name} | " + " | ".join(str(result[key].get(figure, "-")) for figure, *_ in PHASES) + " |"
+                for key, name in peers
+            ),
         ]
     return "\n".join(lines) + "\n"
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from yuniplace.bench import decode
-from yuniplace.bench.pods import PodTimeline
+from yuniplace.bench.pods import PodTimeline, phases
 from yuniplace.bench.subjects import (
     MEMBER_LABEL,
     ControllerUnderTest,
@@ -217,6 +217,7 @@ def arrivals(
             for future in futures:
                 future.result()
             latencies, reactions = [], []
+            spent: dict[str, list[float]] = {}  # each phase's moment, by gang (pods.PHASES)
             last = started
             for app, at in created.items():
                 names = [f"{app}-{i}" for i in range(members)]
@@ -225,11 +226,15 @@ def arrivals(
                 last = max(last, bound)
                 if reaction := _reaction(timeline, names):
                     reactions.append(reaction)
+                for figure, moment in phases(timeline.story(at, names)).items():
+                    spent.setdefault(figure, []).append(moment)
         found = {
             "p50_s": round(_percentile(latencies, 0.50), 2),
             "p95_s": round(_percentile(latencies, 0.95), 2),
             "p99_s": round(_percentile(latencies, 0.99), 2),
             "pods_per_s": round(apps * members / (last - started), 1),
+            # Where the median gang's time went, from its arrival (each moment's median over the gangs).
+            **{figure: round(statistics.median(moments), 3) for figure, moments in spent.items()},
         }
         if reactions:
             found["reaction_ms_p50"] = round(statistics.median(reactions) * 1000, 1)
