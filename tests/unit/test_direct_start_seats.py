@@ -115,23 +115,24 @@ def _started_directly(
     *,
     contended: bool = True,
     clear: Clearance = Clearance.CONTENDED,
-    asked: list[tuple[int, bool]] | None = None,
-    recorded_at: int | None = None,
+    asked: list[int] | None = None,
+    given: SeatsToRelease | None = None,
+    now: float = 100.0,
 ) -> tuple[Api, Refusals]:
-    """A gang started directly whose originator, member a, gets the gang's record in the same plan (or,
-    `recorded_at`, got it from an earlier reconcile, which left these seats to release); `contended`:
-    whether a pod of another application waits; `clear`: what the seat check says of the seats without
-    nominations (the versions it is asked of, and whether it was to wait for them, go into `asked`)."""
+    """A gang started directly whose originator, member a, gets the gang's record in the same plan (or
+    got it from an earlier reconcile, which left it the seats `given`); `contended`: whether a pod of
+    another application waits; `clear`: what the seat check says of the seats without nominations (the
+    versions it is asked of go into `asked`); `now`: the executor's clock."""
     api = Api()
     a, b = member("a"), member("b")
     swaps = [Swap(pod, None, node, "workers", direct=True) for pod, node in ((a, "n1"), (b, "n2"))]
     record: dict[str, str | None] = {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
     plan = Plan(KEY, AppState.RESERVED, originator=a, swaps=swaps, annotate=record, delete=plan_delete)
-    if recorded_at is not None:
-        plan.annotate, plan.seats_recorded_at = {}, recorded_at
+    if given is not None:
+        plan.annotate, plan.seats_given = {}, given
 
-    def seats_clear(_swaps: Sequence[Swap], version: int, wait: bool) -> Clearance:
-        (asked if asked is not None else []).append((version, wait))
+    def seats_clear(_swaps: Sequence[Swap], version: int) -> Clearance:
+        (asked if asked is not None else []).append(version)
         return clear
 
     executor = Executor(
@@ -142,6 +143,7 @@ def _started_directly(
         Landings(),  # type: ignore[arg-type]
         contended=lambda _key: contended,
         seats_clear=seats_clear,
+        clock=lambda: now,
     )
     try:
         refused = executor.apply(plan)
@@ -164,10 +166,10 @@ def test_the_gangs_record_is_written_first_when_the_plan_deletes_or_creates_befo
 
 
 def test_seats_no_other_pod_waits_for_go_without_nominations_once_the_record_is_seen_back() -> None:
-    asked: list[tuple[int, bool]] = []
+    asked: list[int] = []
     api, _ = _started_directly([], contended=False, clear=Clearance.CLEAR, asked=asked)
     assert api.writes[0] == "annotate a" and sorted(api.writes[1:]) == ["release a", "release b"]
-    assert asked == [(11, False)]  # the record's version, for the watch to bring back first; not waited for
+    assert asked == [11]  # the record's version, for the watch to bring back first
     assert api.annotations["a"] == {keys.STATE: AppState.RESERVED.value, keys.QUEUED_SINCE: None}
 
 
@@ -178,44 +180,43 @@ def test_seats_not_seen_clear_are_nominated_after_all() -> None:
     assert api.annotations["b"] == {keys.SEAT: "n2"}
 
 
+GIVEN = SeatsToRelease({"a": "n1", "b": "n2"}, recorded_at=11, deadline=100.0 + CATCH_UP_S)
+
+
 def test_a_record_the_watch_has_not_brought_back_leaves_the_members_to_the_next_reconcile() -> None:
     """No worker waits for the watch: the record written, the members stay gated, unnominated, and
-    their seats go back to the controller for the reconcile the record's watch event brings."""
+    their seats go back to the controller for the reconcile the watch wakes once it has the record."""
     api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN)
     assert api.writes == ["annotate a"]
-    assert refused.seats_to_release == SeatsToRelease({"a": "n1", "b": "n2"}, recorded_at=11)
+    assert refused.seats_to_release == GIVEN
     assert not refused.seats_held
 
 
 def test_seats_left_by_the_last_reconcile_are_released_once_the_watch_brings_its_record() -> None:
-    asked: list[tuple[int, bool]] = []
-    api, refused = _started_directly([], contended=False, clear=Clearance.CLEAR, asked=asked, recorded_at=7)
+    asked: list[int] = []
+    api, refused = _started_directly([], contended=False, clear=Clearance.CLEAR, asked=asked, given=GIVEN)
     assert sorted(api.writes) == ["release a", "release b"]  # no record again, no nomination
-    assert asked == [(7, True)]  # the record written then, waited for now
+    assert asked == [11]  # the record written then
     assert refused.seats_to_release is None
 
 
-def test_seats_left_by_the_last_reconcile_whose_record_the_watch_never_brings_are_nominated() -> None:
-    api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN, recorded_at=7)
+def test_seats_left_by_the_last_reconcile_wait_again_for_the_watch_until_their_deadline() -> None:
+    api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN, given=GIVEN, now=101.0)
+    assert api.writes == [] and refused.seats_to_release == GIVEN
+    # Past it, nominated: never a gang held gated for good behind a watch that does not come.
+    api, refused = _started_directly([], contended=False, clear=Clearance.UNSEEN, given=GIVEN, now=GIVEN.deadline)
     assert sorted(api.writes) == ["nominate a", "nominate b", "release a", "release b"]
-    assert refused.seats_to_release is None  # left once only: never a gang held gated for good
+    assert refused.seats_to_release is None
 
 
-def test_seats_clear_once_the_watch_brought_the_record_and_nothing_may_take_them(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("yuniplace.controller.seatcheck.CATCH_UP_S", 0.01)
-    assert checked(view("4"))[0].clear(SEATED, 12, True) is Clearance.CLEAR
-    assert checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12, True) is Clearance.UNSEEN
-    assert checked(view("3"))[0].clear(SEATED, 12, True) is Clearance.CONTENDED  # a seat taken
-    # A pod yet to be tried may take one.
-    assert checked(view("4", (ANYWHERE,)))[0].clear(SEATED, 12, True) is Clearance.CONTENDED
-
-
-def test_a_check_not_to_wait_answers_at_once_when_the_watch_is_behind() -> None:
+def test_seats_clear_once_the_watch_brought_the_record_and_nothing_may_take_them() -> None:
     started = time.monotonic()
-    assert checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12, False) is Clearance.UNSEEN
-    assert time.monotonic() - started < CATCH_UP_S
+    assert checked(view("4"))[0].clear(SEATED, 12) is Clearance.CLEAR
+    assert checked(view("4"), watched_up_to=11)[0].clear(SEATED, 12) is Clearance.UNSEEN
+    assert time.monotonic() - started < CATCH_UP_S  # answered at once, never waiting for the watch
+    assert checked(view("3"))[0].clear(SEATED, 12) is Clearance.CONTENDED  # a seat taken
+    # A pod yet to be tried may take one.
+    assert checked(view("4", (ANYWHERE,)))[0].clear(SEATED, 12) is Clearance.CONTENDED
 
 
 def test_a_plan_with_nothing_to_swap_is_carried_out_as_ever() -> None:

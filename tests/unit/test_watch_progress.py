@@ -51,3 +51,17 @@ def test_an_older_version_never_moves_the_watch_back() -> None:
     progress.saw(9)
     progress.saw(4)
     assert progress.reached(9, timeout_s=0)
+
+
+def test_a_wake_is_called_once_when_its_version_comes_or_at_once_if_it_has() -> None:
+    progress = WatchProgress()
+    woken: list[str] = []
+    progress.saw(5)
+    progress.when_reached(5, lambda: woken.append("now"))
+    progress.when_reached(8, lambda: woken.append("later"))
+    assert woken == ["now"]
+    progress.saw(7)
+    assert woken == ["now"]
+    progress.saw(8)
+    progress.saw(9)
+    assert woken == ["now", "later"]

@@ -24,7 +24,7 @@ from yuniplace.controller.faults import Moot, PartlyApplied
 from yuniplace.controller.landings import Landings
 from yuniplace.controller.plan import Event, Failure, Plan, SeatsToRelease, Swap
 from yuniplace.controller.podgroups import status_path
-from yuniplace.controller.seatcheck import Clearance
+from yuniplace.controller.seatcheck import CATCH_UP_S, Clearance
 from yuniplace.devices.claims import DRA_API
 from yuniplace.gang import keys, topology, watched
 from yuniplace.gang import pods as p
@@ -280,10 +280,12 @@ class Executor:
         concurrency: int = WRITE_CONCURRENCY,
         contended: Callable[[p.AppKey], bool] = lambda _key: True,
         seats_hold: Callable[[p.AppKey, Sequence[Swap], int], bool] = lambda _key, _swaps, _version: True,
-        seats_clear: Callable[[Sequence[Swap], int, bool], Clearance] = lambda _s, _v, _w: Clearance.CONTENDED,
+        seats_clear: Callable[[Sequence[Swap], int], Clearance] = lambda _swaps, _version: Clearance.CONTENDED,
         pod_group_status_path: Callable[[PodGroupApi, p.AppKey], str] = status_path,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
+        self._clock = clock
         self._contended = contended
         self._seats_hold = seats_hold
         self._seats_clear = seats_clear
@@ -366,15 +368,21 @@ class Executor:
         if direct and not nominated:
             # Seats nobody else waits for go without nominations, once the pod watch has brought the
             # record back (every pod stored before it is known) and none of those took a seat or waits
-            # to be tried for a seat's node; else they are nominated and held as seatcheck.py says. The
-            # record just written is not waited for: the gang's next reconcile releases its members.
-            barrier = recorded if recorded is not None else plan.seats_recorded_at
+            # to be tried for a seat's node; else they are nominated and held as seatcheck.py says. No
+            # worker waits for the watch: until it has the record, the members are left to a next
+            # reconcile (SeatsToRelease), and nominated if it has not come by the deadline.
+            given = plan.seats_given
+            barrier = recorded if recorded is not None else given.recorded_at if given is not None else None
             clearance = Clearance.UNSEEN
             if barrier is not None:
                 with self._stage("check", True):
-                    clearance = self._seats_clear(direct, barrier, recorded is None)  # waits if not just written
-            if clearance is Clearance.UNSEEN and recorded is not None and len(direct) == len(plan.swaps):
-                to_release = SeatsToRelease({p.uid(swap.member): swap.node for swap in direct}, recorded)
+                    clearance = self._seats_clear(direct, barrier)
+            if clearance is Clearance.UNSEEN and len(direct) == len(plan.swaps):
+                if recorded is not None:
+                    seats = {p.uid(swap.member): swap.node for swap in direct}
+                    to_release = SeatsToRelease(seats, recorded, self._clock() + CATCH_UP_S)
+                elif given is not None and self._clock() < given.deadline:
+                    to_release = given
             nominated = clearance is not Clearance.CLEAR
         if to_release is not None:
             progress.count(W.SWAP, len(plan.swaps))  # started: its next look releases them

@@ -25,7 +25,7 @@ from yuniplace.controller.plan import Outcome, Plan, SeatsToRelease, Settings, S
 from yuniplace.controller.podgroups import PodGroups
 from yuniplace.controller.queuesource import QueueSource
 from yuniplace.controller.restarts import RestartLedger
-from yuniplace.controller.seatcheck import CATCH_UP_S, SeatCheck, WatchProgress
+from yuniplace.controller.seatcheck import SeatCheck, WatchProgress
 from yuniplace.controller.unserved import UnservedPods
 from yuniplace.gang import keys, watched
 from yuniplace.gang import pods as p
@@ -386,10 +386,10 @@ class Controller:
                 self._seats_to_release[key] = refused.seats_to_release
             else:
                 self._seats_to_release.pop(key, None)  # given for one next reconcile, which this was
-        if refused.seats_to_release is not None:
-            # The record's own watch event brings the gang back as soon as the watch has it; this only
-            # makes sure it comes back (it then waits for the watch, as any release would).
-            self.queue.add_after(key, CATCH_UP_S)
+        if (to_release := refused.seats_to_release) is not None:
+            # Back as soon as the watch has its record, or at the deadline to nominate its members.
+            self._watch_progress.when_reached(to_release.recorded_at, lambda: self.queue.add(key))
+            self.queue.add_after(key, max(0.0, to_release.deadline - time.monotonic()))
         if refused.seats_held:
             self.queue.add_after(key, SEATS_RECHECK_S)
         if refused.claims_forbidden is not None:

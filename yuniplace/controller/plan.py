@@ -125,8 +125,7 @@ class Plan:
     current: AppState = AppState.PENDING  # the state it was in
     outcomes: list[Outcome] = field(default_factory=list)
     record_ends: bool = False  # its last move clears the originator's record (lifecycle/table.py)
-    # Its direct swaps are of seats an earlier reconcile recorded at this resourceVersion (SeatsToRelease).
-    seats_recorded_at: int | None = None
+    seats_given: SeatsToRelease | None = None  # the seats an earlier reconcile left its direct swaps
 
     @property
     def transition(self) -> tuple[AppState, AppState] | None:
@@ -149,13 +148,14 @@ class Plan:
 class SeatsToRelease:
     """A gang started directly whose record is written while its members, still gated, wait for the pod
     watch to bring that record back (controller/seatcheck.py): a later reconcile, which the record's own
-    watch event brings, releases them on these seats, so no worker waits for the watch meanwhile. Kept in
+    watch wakes once it has the record, releases them on these seats: no worker waits for the watch. Kept in
     memory only: a controller restarted in between finds the gang recorded and its members gated with no
     seat, and releases them to kube-scheduler unsteered (admission has counted their room), as it would
     had it stopped between the record and the releases in one reconcile."""
 
     seats: Mapping[str, str]  # member uid -> the node admission seated it on
     recorded_at: int  # the resourceVersion of the record: the watch must have brought it first
+    deadline: float  # (time.monotonic) past it without the record back, the members are nominated
 
 
 @dataclass(frozen=True)

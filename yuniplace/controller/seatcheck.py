@@ -17,11 +17,11 @@ Where no pod of another application waits to be scheduled, the members are not n
 (`clear`): the gang's record, written first, stands in for the nominations as the write the watch must
 bring back, and the members are released onto their seats, steered, in one write each, if by then no
 pod stored before it took a seat or waits to be tried for a seat's node; else they are nominated after
-all. Without nominations nothing keeps a pod created after that check off a seat. The reconcile that
-writes the record does not wait for the watch: unless the record is back already, it leaves the members
-to the gang's next reconcile (plan.SeatsToRelease), which the record's own watch event brings, so a
-worker is never held while the watch catches up (under 1 000-node arrivals that wait was half of a
-direct start's time in its worker).
+all. Without nominations nothing keeps a pod created after that check off a seat. No worker waits
+for the watch to bring the record back: until it has, the members are left gated with their seats
+(plan.SeatsToRelease) for the gang's next reconcile, which the watch wakes as soon as it has the record
+(under 1 000-node arrivals that wait was half of a direct start's time in its worker). Past CATCH_UP_S
+without it, they are nominated.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class WatchProgress:
     def __init__(self) -> None:
         self._version = 0
         self._lock = threading.Lock()
-        self._waiters: list[tuple[int, threading.Event]] = []
+        self._waiters: list[tuple[int, Callable[[], None]]] = []
 
     def saw(self, version: int) -> None:
         with self._lock:
@@ -72,22 +72,26 @@ class WatchProgress:
             self._version = version
             if not self._waiters:
                 return
-            reached = [done for wanted, done in self._waiters if wanted <= version]
-            self._waiters = [(wanted, done) for wanted, done in self._waiters if wanted > version]
-        for done in reached:
-            done.set()
+            reached = [wake for wanted, wake in self._waiters if wanted <= version]
+            self._waiters = [(wanted, wake) for wanted, wake in self._waiters if wanted > version]
+        for wake in reached:
+            wake()
+
+    def when_reached(self, version: int, wake: Callable[[], None]) -> None:
+        """Call `wake` once the watch has brought `version` (at once if it has)."""
+        with self._lock:
+            if self._version < version:
+                self._waiters.append((version, wake))
+                return
+        wake()
 
     def reached(self, version: int, timeout_s: float) -> bool:
-        waiter = (version, threading.Event())
-        with self._lock:
-            if self._version >= version:
-                return True
-            self._waiters.append(waiter)
-        if waiter[1].wait(timeout_s):
+        done = threading.Event()
+        self.when_reached(version, done.set)
+        if done.wait(timeout_s):
             return True
         with self._lock:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+            self._waiters = [(wanted, wake) for wanted, wake in self._waiters if wake != done.set]
             return self._version >= version
 
 
@@ -128,13 +132,13 @@ class SeatCheck:
             self._tell_taken([swap for swap in swaps if swap.node in taken])
         return True
 
-    def clear(self, swaps: Sequence[Swap], version: int, wait: bool) -> Clearance:
+    def clear(self, swaps: Sequence[Swap], version: int) -> Clearance:
         """Whether members started directly may go to their seats without nominations: once the pod
         watch has brought every pod stored up to `version` (their gang's record), none of those took a
-        seat or waits to be tried for a seat's node. `wait`: for the watch, up to CATCH_UP_S."""
+        seat or waits to be tried for a seat's node. Never waits for the watch: UNSEEN until then."""
         if self._room is None:
             return Clearance.CLEAR
-        if not self._progress.reached(version, CATCH_UP_S if wait else 0.0):
+        if not self._progress.reached(version, 0.0):
             return Clearance.UNSEEN
         view = self._room()
         if view.seats_taken((swap.node, swap.member) for swap in swaps) or view.contended({s.node for s in swaps}):

@@ -86,17 +86,18 @@ def test_a_gang_started_directly_is_released_onto_the_seats_its_last_reconcile_l
         executor(1),
     ]
     seats = {"uid-driver": "n1", "uid-exec-0": "n2", "uid-exec-1": "n2"}
-    plan = plan_of(pods, seats_to_release=SeatsToRelease(seats, recorded_at=41))
+    given = SeatsToRelease(seats, recorded_at=41, deadline=NOW)
+    plan = plan_of(pods, seats_to_release=given)
     assert sorted((p.name(s.member), s.node, s.direct) for s in plan.swaps) == [
         ("driver", "n1", True),
         ("exec-0", "n2", True),
         ("exec-1", "n2", True),
     ]
-    assert plan.seats_recorded_at == 41 and plan.ungate == []
+    assert plan.seats_given == given and plan.ungate == []
     # With none left it (a controller restarted in between), they go to kube-scheduler unsteered.
     plan = plan_of(pods)
     assert plan.swaps == [] and names(plan.ungate) == ["driver", "exec-0", "exec-1"]
-    assert plan.seats_recorded_at is None
+    assert plan.seats_given is None
 
 
 def test_unused_placeholders_are_released_after_the_timeout() -> None:

@@ -200,7 +200,7 @@ def _seat_group(ctx: Context, group: TaskGroup, live: list[Pod], claimed: set[st
             # Started directly by the last reconcile, which wrote the gang's record and left the members
             # for this one to release, once the pod watch has brought that record back.
             plan.swaps.append(Swap(member, None, given.seats[p.uid(member)], group.name, direct=True))
-            plan.seats_recorded_at = given.recorded_at
+            plan.seats_given = given
             continue
         if taken is None or node is None:
             pending.append(member)
