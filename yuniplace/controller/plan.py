@@ -147,8 +147,8 @@ class Plan:
 @dataclass(frozen=True)
 class SeatsToRelease:
     """A gang started directly whose record is written while its members, still gated, wait for the pod
-    watch to bring that record back (controller/seatcheck.py): a later reconcile, which the record's own
-    watch wakes once it has the record, releases them on these seats: no worker waits for the watch. Kept in
+    watch to bring that record back (controller/seatcheck.py): a later reconcile, which the watch wakes
+    once it has the record, releases them on these seats, so no worker waits for the watch. Kept in
     memory only: a controller restarted in between finds the gang recorded and its members gated with no
     seat, and releases them to kube-scheduler unsteered (admission has counted their room), as it would
     had it stopped between the record and the releases in one reconcile."""
