@@ -498,6 +498,12 @@ def is_failed(pod: Pod) -> bool:
     return pod.get("status", {}).get("phase") == "Failed"
 
 
+def is_failed_and_ungated(pod: Pod) -> bool:
+    """A held pod yuniplace failed, as it ends: its phase is written first and its gate removed after,
+    so a wait for the phase alone may see the gate still there."""
+    return is_failed(pod) and not pod["spec"].get("schedulingGates")
+
+
 def gang_as_job(
     cluster: Cluster,
     namespace: str,

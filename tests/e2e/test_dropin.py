@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from tests.e2e.support import (
     Cluster,
@@ -17,7 +16,7 @@ from tests.e2e.support import (
     Placement,
     events_for,
     gang_pod,
-    is_failed,
+    is_failed_and_ungated,
     is_running,
     placeholders,
 )
@@ -141,11 +140,8 @@ def test_a_pod_failed_by_a_hard_timeout_shows_failed_not_gated(
             ),
         )
 
-    def failed_and_ungated(pod: dict[str, Any]) -> bool:
-        return is_failed(pod) and not pod["spec"].get("schedulingGates")
-
     for name in names:
-        cluster.wait_pod(namespace, name, failed_and_ungated, timeout_s=60)
+        cluster.wait_pod(namespace, name, is_failed_and_ungated, timeout_s=60)
     shown = cluster.kubectl("get", "pods", "-n", namespace, "--no-headers")
     assert "SchedulingGated" not in shown and "ResourceReservationTimeout" in shown, shown
     assert not any(is_running(cluster.get_pod(namespace, n) or {}) for n in names)
