@@ -65,6 +65,11 @@ class Devices:
     def pod(self, pod: dict[str, Any], template: str) -> dict[str, Any]:
         return builders.using_claims(pod, templates=[template])
 
+    @property
+    def extended_resource(self) -> str:
+        """The name pods ask the class's devices by, where the class offers them as an extended resource."""
+        return f"{self.driver}/gpu"
+
     def claims(self) -> list[dict[str, Any]]:
         return self.cluster.client.get(f"{DRA}/namespaces/{self.namespace}/resourceclaims")["items"]
 
@@ -91,15 +96,22 @@ def allocated_node(claim: dict[str, Any]) -> str | None:
 @pytest.fixture
 def devices(cluster: Cluster, namespace: str) -> Iterator[Callable[..., Devices]]:
     """A DRA driver of the test's own (class and slices cluster-wide, named after it; removed afterwards)
-    publishing `per_node` devices on each of the given nodes."""
+    publishing `per_node` devices on each of the given nodes; `extended` makes the class offer them as
+    an extended resource from its creation on, before any pod asks them that way."""
     made: list[Devices] = []
 
-    def publish(nodes: Sequence[str], per_node: int, *, selectors: Sequence[str] = ()) -> Devices:
+    def publish(
+        nodes: Sequence[str], per_node: int, *, selectors: Sequence[str] = (), extended: bool = False
+    ) -> Devices:
         suffix = uuid.uuid4().hex[:8]
         found = Devices(cluster, namespace, f"gpu-{suffix}.example.com", f"gpu-{suffix}")
-        cluster.client.create(
-            f"{DRA}/deviceclasses", builders.device_class(found.device_class, found.driver, selectors=selectors)
+        body = builders.device_class(
+            found.device_class,
+            found.driver,
+            selectors=selectors,
+            extended_resource=found.extended_resource if extended else None,
         )
+        cluster.client.create(f"{DRA}/deviceclasses", body)
         for node in nodes:
             name = f"{node}-{found.driver}"
             cluster.client.create(
@@ -409,9 +421,8 @@ def test_a_gang_asking_devices_by_an_extended_resource_is_counted_from_the_slice
     if kubernetes_version() == "1.35":
         pytest.skip("DRA-backed extended resources are alpha and off in Kubernetes 1.35")
     place = pool(2, cpu="16", memory="64Gi")
-    gpus = devices(place.nodes, 2)
-    resource = f"{gpus.driver}/gpu"
-    cluster.client.patch(f"{DRA}/deviceclasses/{gpus.device_class}", {"spec": {"extendedResourceName": resource}})
+    gpus = devices(place.nodes, 2, extended=True)
+    resource = gpus.extended_resource
 
     def gang(app: str, members: int) -> list[str]:
         groups = [place.group("workers", members, cpu="1", memory="1Gi")]
